@@ -1,0 +1,1253 @@
+//! The engine: every decision of every execution, with no I/O of its own.
+//!
+//! The host (a binding) calls in when something happens (an execution starts, a store
+//! answers, a callback settles, a timer is due) and reads back [`Effect`]s: store calls
+//! to make, callbacks to run, losses to signal, executions to settle. A memory store
+//! answers inside the call, so an uncontended execution on it is two plain calls
+//! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use crate::clock::{Clock, FakeClock};
+use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
+use crate::memory_store::{MemoryStore, TryAcquire};
+use crate::owner_ids::OwnerIds;
+use crate::polling::{renew_after, Backoff};
+use crate::timers::{TimerQueue, TimerTarget};
+use crate::waiters::{HeadChange, WaitQueues};
+use crate::Millis;
+
+/// Where a lock's leases live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StoreRef {
+    /// A [`MemoryStore`] owned by this engine, answered inside the engine's calls.
+    Memory(u32),
+    /// A store the host calls (a JavaScript object). `announces` says whether it tells
+    /// the engine about releases ([`Engine::released`]); stores that do not are polled.
+    External {
+        /// The host's id for the store.
+        id: u32,
+        /// Whether the store announces releases.
+        announces: bool,
+    },
+}
+
+/// One lock of an execution, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockSpec {
+    /// The store holding the lease.
+    pub store: StoreRef,
+    /// The key; never empty.
+    pub key: String,
+    /// The lease length, at least 1 ms.
+    pub ttl: Millis,
+    /// How long to wait for a held lock; `None` waits as long as it takes.
+    pub wait: Option<Millis>,
+}
+
+/// How an execution behaves besides its locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// Renew every held lease every ttl/3 (pipelines always do; manual leases opt in).
+    pub renew: bool,
+    /// Emit [`Effect::Event`]s for telemetry.
+    pub telemetry: bool,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions { renew: true, telemetry: false }
+    }
+}
+
+/// How an execution settles once its leases are released.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Resolve with the callback's value (also after a loss the callback ignored).
+    Value,
+    /// Reject with the callback's own error.
+    CallbackError,
+    /// Reject with this error. For [`LockError::Lost`] the callback's error is its
+    /// cause; for [`LockError::StoreFailed`] with [`StoreFailure::Threw`] the store's.
+    Error(LockError),
+}
+
+/// What the host is asked to do, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Call `store[method](key, owner, ttl)` and report the result with
+    /// [`Engine::answer`] under `request`.
+    StoreCall {
+        /// The request id to answer with.
+        request: u32,
+        /// The host's store id.
+        store: u32,
+        /// Which method to call.
+        method: StoreMethod,
+        /// The key.
+        key: String,
+        /// The owner id.
+        owner: String,
+        /// The lease length asked for (unused by `release`).
+        ttl: Millis,
+    },
+    /// Every lock of the execution is held: run its callback (or hand out the lease).
+    Run {
+        /// The execution.
+        exec: u32,
+    },
+    /// Lock `layer` of a running execution was lost: abort the callback's signal with
+    /// a `LockLostError` and call that lock's `onLockLost`.
+    Lost {
+        /// The execution.
+        exec: u32,
+        /// Which of its locks, outermost first.
+        layer: u32,
+    },
+    /// The execution is over; settle its promise this way.
+    Settled {
+        /// The execution.
+        exec: u32,
+        /// How.
+        outcome: Outcome,
+    },
+    /// Start (`watch: true`) or stop listening for releases of `key` on an announcing
+    /// store: there are waiters for it, or no longer.
+    Watch {
+        /// The host's store id.
+        store: u32,
+        /// The key.
+        key: String,
+        /// Start or stop.
+        watch: bool,
+    },
+    /// A telemetry event for lock `layer` of `exec`.
+    Event {
+        /// The execution.
+        exec: u32,
+        /// Which of its locks.
+        layer: u32,
+        /// What happened.
+        event: Event,
+    },
+}
+
+/// Telemetry: what happened to a lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The lease was acquired after waiting `waited` ms.
+    Acquired {
+        /// Milliseconds from the first try to the grant.
+        waited: Millis,
+        /// The fencing token.
+        token: u64,
+    },
+    /// `wait` ran out; the callback will not run.
+    Rejected {
+        /// Milliseconds waited.
+        waited: Millis,
+    },
+    /// The lease was pushed out to now + ttl.
+    Renewed {
+        /// The fencing token of the lease.
+        token: u64,
+    },
+    /// A renewal failed and will be retried while the lease is valid.
+    RenewalFailed {
+        /// Why.
+        failure: StoreFailure,
+    },
+    /// The lease was lost.
+    Lost,
+    /// The lease was released.
+    Released,
+    /// The release failed; the lease will expire by itself.
+    ReleaseFailed {
+        /// Why.
+        failure: StoreFailure,
+    },
+}
+
+/// What [`Engine::start`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Every lock was granted inside the call: run the callback now. No
+    /// [`Effect::Run`] follows.
+    Running {
+        /// The innermost lock's fencing token.
+        token: u64,
+    },
+    /// The execution waits or talks to a store; effects will say how it goes.
+    Pending,
+}
+
+/// What [`Engine::finish`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// Every lease was released inside the call: settle now. No [`Effect::Settled`]
+    /// follows.
+    Settled(Outcome),
+    /// Releases are under way; an [`Effect::Settled`] will follow.
+    Pending,
+}
+
+/// A store's answer, as the host reports it with [`Engine::answer`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// `acquire` resolved: the fencing token, or `None` when the key is held.
+    Acquired(Option<u64>),
+    /// `renew` resolved.
+    Renewed(bool),
+    /// `release` resolved.
+    Released,
+    /// The call threw, rejected, or resolved with a wrong shape.
+    Failed(StoreFailure),
+}
+
+/// What the host must do with its one timer after a call, from [`Engine::host_timer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostTimer {
+    /// Nothing changed.
+    Keep,
+    /// (Re)arm the timer to fire at this instant, and let it keep the process alive.
+    Arm(Millis),
+    /// The armed timer is early enough; let it keep the process alive again.
+    Ref,
+    /// No engine timer is live: the timer may stay armed but must not keep the
+    /// process alive.
+    Unref,
+}
+
+#[derive(Debug)]
+struct Acquiring {
+    deadline: Option<Millis>,
+    backoff: Backoff,
+    queued: bool,
+    in_flight: Option<(u32, Millis)>,
+    next_try: Option<Millis>,
+}
+
+#[derive(Debug)]
+struct Held {
+    expires_at: Millis,
+    renew_at: Option<Millis>,
+    in_flight: Option<(u32, Millis)>,
+    retry: Backoff,
+}
+
+#[derive(Debug)]
+enum LayerState {
+    Idle,
+    Acquiring(Acquiring),
+    Held(Held),
+    Lost,
+    Releasing { request: u32, deadline: Millis },
+    Done,
+}
+
+#[derive(Debug)]
+struct Layer {
+    spec: LockSpec,
+    owner: String,
+    token: u64,
+    started_at: Millis,
+    state: LayerState,
+    timer_at: Option<Millis>,
+    timer_generation: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Acquiring,
+    Running,
+    Releasing,
+}
+
+#[derive(Debug)]
+struct Exec {
+    layers: Vec<Layer>,
+    options: ExecOptions,
+    phase: Phase,
+    lost: Option<u32>,
+    completion: Option<Outcome>,
+}
+
+#[derive(Debug)]
+enum Origin {
+    /// Lock `layer` of `exec` waits for this answer.
+    Layer { exec: u32, layer: u32 },
+    /// Nobody waits any more. An acquire keeps what is needed to release a lease that
+    /// is granted anyway.
+    Abandoned { late_grant: Option<Box<(u32, String, String)>> },
+}
+
+#[derive(Debug)]
+struct Request {
+    origin: Origin,
+    method: StoreMethod,
+    sent_at: Millis,
+}
+
+/// The lock engine of one time source: its memory stores, its executions, its timers.
+///
+/// All of it runs on the thread that calls it. Nothing in it is `Send`, by design: the
+/// host drives it from its event loop, so no call ever crosses a thread.
+pub struct Engine {
+    clock: Box<dyn Clock>,
+    fake: Option<FakeClock>,
+    owners: OwnerIds,
+    memory: Vec<Option<MemoryStore>>,
+    execs: HashMap<u32, Exec>,
+    queues: WaitQueues,
+    requests: HashMap<u32, Request>,
+    next_request: u32,
+    timers: TimerQueue,
+    effects: VecDeque<Effect>,
+    host_armed: Option<Millis>,
+    host_refed: bool,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("now", &self.now())
+            .field("executions", &self.execs.len())
+            .field("requests", &self.requests.len())
+            .field("live_timers", &self.timers.live())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default memory store every engine starts with.
+pub const DEFAULT_MEMORY_STORE: u32 = 0;
+
+impl Engine {
+    /// An engine on the host's clock, drawing owner ids from `seed` (256 bits of host
+    /// entropy). It starts with one memory store, [`DEFAULT_MEMORY_STORE`].
+    pub fn new(clock: Box<dyn Clock>, seed: [u8; 32]) -> Self {
+        Engine {
+            clock,
+            fake: None,
+            owners: OwnerIds::new(seed),
+            memory: vec![Some(MemoryStore::default())],
+            execs: HashMap::new(),
+            queues: WaitQueues::default(),
+            requests: HashMap::new(),
+            next_request: 0,
+            timers: TimerQueue::default(),
+            effects: VecDeque::new(),
+            host_armed: None,
+            host_refed: false,
+        }
+    }
+
+    /// An engine on a [`FakeClock`] reading `start`, moved only by [`Engine::advance`].
+    pub fn with_fake_clock(start: Millis, seed: [u8; 32]) -> Self {
+        let clock = FakeClock::new(start);
+        let mut engine = Engine::new(Box::new(clock.clone()), seed);
+        engine.fake = Some(clock);
+        engine
+    }
+
+    /// The engine's current time.
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    /// Whether the engine runs on a fake clock.
+    pub fn is_fake(&self) -> bool {
+        self.fake.is_some()
+    }
+
+    // ---- memory stores ------------------------------------------------------------
+
+    /// Adds a memory store and returns its id.
+    pub fn create_memory_store(&mut self) -> u32 {
+        self.memory.push(Some(MemoryStore::default()));
+        (self.memory.len() - 1) as u32
+    }
+
+    fn memory_store(&mut self, id: u32) -> Result<&mut MemoryStore, LockError> {
+        self.memory.get_mut(id as usize).and_then(Option::as_mut).ok_or_else(|| {
+            ArgError::type_error("store", format!("store must be a live memory store, got id {id}")).into()
+        })
+    }
+
+    /// `acquire` on a memory store, as a user calls it directly.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_acquire(
+        &mut self,
+        store: u32,
+        key: &str,
+        owner: &str,
+        ttl: Millis,
+    ) -> Result<Option<u64>, LockError> {
+        let now = self.now();
+        Ok(match self.memory_store(store)?.try_acquire(key, owner, ttl, now) {
+            TryAcquire::Acquired(token) => Some(token),
+            TryAcquire::Held { .. } => None,
+        })
+    }
+
+    /// `renew` on a memory store, as a user calls it directly.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_renew(&mut self, store: u32, key: &str, owner: &str, ttl: Millis) -> Result<bool, LockError> {
+        let now = self.now();
+        Ok(self.memory_store(store)?.renew(key, owner, ttl, now))
+    }
+
+    /// `release` on a memory store, as a user calls it directly; wakes the first waiter
+    /// when a lease ended. True when `owner` held a live lease.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_release(&mut self, store: u32, key: &str, owner: &str) -> Result<bool, LockError> {
+        let now = self.now();
+        let released = self.memory_store(store)?.release(key, owner, now);
+        if released {
+            self.released(StoreRef::Memory(store), key);
+        }
+        Ok(released)
+    }
+
+    /// Milliseconds left on the live lease of `key`, `None` when free. Advisory: the
+    /// answer may be stale by the time it is read.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_ttl(&mut self, store: u32, key: &str) -> Result<Option<Millis>, LockError> {
+        let now = self.now();
+        Ok(self.memory_store(store)?.expires_at(key, now).map(|at| at - now))
+    }
+
+    /// The number of keys held or waited for on a memory store.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_size(&mut self, store: u32) -> Result<usize, LockError> {
+        let now = self.now();
+        let reference = StoreRef::Memory(store);
+        let queues = &self.queues;
+        let mem = self.memory.get(store as usize).and_then(Option::as_ref).ok_or_else(|| {
+            LockError::from(ArgError::type_error("store", format!("store must be a live memory store, got id {store}")))
+        })?;
+        let held = mem.live_keys(now).count();
+        let waited_not_held = queues.keys_of(reference).filter(|key| !mem.is_held(key, now)).count();
+        Ok(held + waited_not_held)
+    }
+
+    /// Entries a memory store keeps, live or lapsed, for memory tests.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_entries(&mut self, store: u32) -> Result<usize, LockError> {
+        Ok(self.memory_store(store)?.entries())
+    }
+
+    // ---- executions ---------------------------------------------------------------
+
+    /// Starts execution `exec` (an id the host chooses, unique among live executions)
+    /// under `locks`, outermost first.
+    ///
+    /// # Errors
+    /// An argument error for no locks, an empty key, a zero ttl, an unknown memory
+    /// store, or an id already in use. Nothing is started then.
+    pub fn start(&mut self, exec: u32, locks: Vec<LockSpec>, options: ExecOptions) -> Result<Start, LockError> {
+        if locks.is_empty() {
+            return Err(
+                ArgError::type_error("locks", "locks must name at least one lock for an execution".into()).into()
+            );
+        }
+        if self.execs.contains_key(&exec) {
+            return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
+        }
+        for spec in &locks {
+            if spec.key.is_empty() {
+                return Err(ArgError::type_error("key", "key must be a non-empty string, got ''".into()).into());
+            }
+            if spec.ttl == 0 {
+                return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
+            }
+            if let StoreRef::Memory(id) = spec.store {
+                self.memory_store(id)?;
+            }
+        }
+        let layers = locks
+            .into_iter()
+            .map(|spec| Layer {
+                spec,
+                owner: String::new(),
+                token: 0,
+                started_at: 0,
+                state: LayerState::Idle,
+                timer_at: None,
+                timer_generation: 0,
+            })
+            .collect();
+        self.execs.insert(exec, Exec { layers, options, phase: Phase::Acquiring, lost: None, completion: None });
+        self.begin_layer(exec, 0);
+        if matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {
+            self.effects.pop_back();
+            let token = self.token(exec).unwrap_or_default();
+            return Ok(Start::Running { token });
+        }
+        Ok(Start::Pending)
+    }
+
+    /// The callback of `exec` settled (`ok`: it succeeded), or a manual lease is
+    /// released. Releases every lease, innermost first, then settles.
+    ///
+    /// # Errors
+    /// An argument error when `exec` is not running.
+    pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
+        let outcome = {
+            let Some(e) = self.execs.get(&exec).filter(|e| e.phase == Phase::Running) else {
+                return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
+            };
+            match (ok, e.lost) {
+                (true, _) => Outcome::Value,
+                (false, Some(layer)) => {
+                    Outcome::Error(LockError::Lost { key: e.layers[layer as usize].spec.key.clone() })
+                }
+                (false, None) => Outcome::CallbackError,
+            }
+        };
+        self.wind_down(exec, outcome);
+        if matches!(self.effects.back(), Some(Effect::Settled { exec: e, .. }) if *e == exec) {
+            if let Some(Effect::Settled { outcome, .. }) = self.effects.pop_back() {
+                return Ok(Finish::Settled(outcome));
+            }
+        }
+        Ok(Finish::Pending)
+    }
+
+    /// The caller cancelled `exec`. While it waits or acquires, it leaves the queue,
+    /// releases what it holds and settles with [`LockError::Cancelled`]; its callback
+    /// never runs. Returns false (and does nothing) once the callback runs: passing the
+    /// abort on to the callback is the host's part.
+    pub fn cancel(&mut self, exec: u32) -> bool {
+        match self.execs.get(&exec) {
+            Some(e) if e.phase == Phase::Acquiring => {
+                self.wind_down(exec, Outcome::Error(LockError::Cancelled));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The fencing token of the innermost lock `exec` holds.
+    pub fn token(&self, exec: u32) -> Option<u64> {
+        let e = self.execs.get(&exec)?;
+        e.layers.iter().rev().find(|l| l.token != 0).map(|l| l.token)
+    }
+
+    /// The fencing token of lock `layer` of `exec`, once granted.
+    pub fn layer_token(&self, exec: u32, layer: u32) -> Option<u64> {
+        let l = self.execs.get(&exec)?.layers.get(layer as usize)?;
+        (l.token != 0).then_some(l.token)
+    }
+
+    /// The owner id under which lock `layer` of `exec` is (being) acquired.
+    pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<&str> {
+        let l = self.execs.get(&exec)?.layers.get(layer as usize)?;
+        (!l.owner.is_empty()).then_some(l.owner.as_str())
+    }
+
+    /// Whether lock `layer` of a live execution is held now: granted, not lost, and
+    /// not lapsed (a lease without renewal lapses at its expiry).
+    pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
+        let now = self.now();
+        self.execs
+            .get(&exec)
+            .and_then(|e| e.layers.get(layer as usize))
+            .is_some_and(|l| matches!(&l.state, LayerState::Held(h) if h.expires_at > now))
+    }
+
+    /// Executions the engine is tracking.
+    pub fn live_executions(&self) -> usize {
+        self.execs.len()
+    }
+
+    /// Store requests still awaiting an answer (including abandoned ones).
+    pub fn open_requests(&self) -> usize {
+        self.requests.len()
+    }
+
+    // ---- host input ---------------------------------------------------------------
+
+    /// A store answered `request`. Answers to unknown requests are ignored; answers to
+    /// abandoned ones are ignored too, except that a lease granted too late is released.
+    pub fn answer(&mut self, request: u32, answer: Answer) {
+        let Some(req) = self.requests.remove(&request) else { return };
+        let (exec, layer) = match req.origin {
+            Origin::Layer { exec, layer } => (exec, layer),
+            Origin::Abandoned { late_grant } => {
+                if let (Some(grant), Answer::Acquired(Some(_))) = (late_grant, &answer) {
+                    let (store, key, owner) = *grant;
+                    let now = self.now();
+                    let request = self.next_request_id();
+                    let origin = Origin::Abandoned { late_grant: None };
+                    self.requests.insert(request, Request { origin, method: StoreMethod::Release, sent_at: now });
+                    self.effects.push_back(Effect::StoreCall {
+                        request,
+                        store,
+                        method: StoreMethod::Release,
+                        key,
+                        owner,
+                        ttl: 0,
+                    });
+                }
+                return;
+            }
+        };
+        match req.method {
+            StoreMethod::Acquire => {
+                if let Some(a) = self.acquiring_mut(exec, layer) {
+                    a.in_flight = None;
+                }
+                let result = match answer {
+                    Answer::Acquired(Some(token)) => TryResult::Granted(token),
+                    Answer::Acquired(None) => TryResult::Held { until: None },
+                    Answer::Failed(failure) => TryResult::Failed(failure),
+                    other => {
+                        TryResult::Failed(StoreFailure::BadAnswer(format!("expected an acquire answer, got {other:?}")))
+                    }
+                };
+                self.on_try(exec, layer, req.sent_at, result);
+            }
+            StoreMethod::Renew => {
+                let result = match answer {
+                    Answer::Renewed(ok) => Ok(ok),
+                    Answer::Failed(failure) => Err(failure),
+                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {other:?}"))),
+                };
+                self.on_renew(exec, layer, req.sent_at, result);
+            }
+            StoreMethod::Release => {
+                let result = match answer {
+                    Answer::Failed(failure) => Err(failure),
+                    _ => Ok(()),
+                };
+                self.on_release(exec, layer, result);
+            }
+        }
+    }
+
+    /// A store announced that the lease on `key` ended: the first waiter for it tries
+    /// at once instead of at its next poll.
+    pub fn released(&mut self, store: StoreRef, key: &str) {
+        if let Some(head) = self.queues.head(store, key) {
+            let layer = self.execs.get(&head).map_or(0, current_layer);
+            let idle = self.acquiring_mut(head, layer).is_some_and(|a| a.in_flight.is_none());
+            if idle {
+                self.try_acquire(head, layer);
+            }
+        }
+    }
+
+    /// Runs every timer due at the clock's current time.
+    pub fn run_due(&mut self) {
+        let now = self.now();
+        while let Some((at, target)) = self.next_live_timer() {
+            if at > now {
+                break;
+            }
+            self.timers.pop(true);
+            if let Some(l) = self.layer_mut(target.exec, target.layer) {
+                l.timer_at = None;
+            }
+            self.on_timer(target.exec, target.layer);
+        }
+    }
+
+    /// The host's timer fired: it is no longer armed. Runs what is due.
+    pub fn on_host_timer(&mut self) {
+        self.host_armed = None;
+        self.host_refed = false;
+        self.run_due();
+    }
+
+    /// Moves a fake clock forward by `ms`, running every timer on the way at its own
+    /// instant, in order.
+    ///
+    /// # Errors
+    /// An argument error when the engine's clock is not fake.
+    pub fn advance(&mut self, ms: Millis) -> Result<(), LockError> {
+        let Some(fake) = self.fake.clone() else {
+            return Err(ArgError::type_error("timeProvider", "only a fake time provider can be advanced".into()).into());
+        };
+        let target = fake.now().saturating_add(ms);
+        while let Some((at, _)) = self.next_live_timer() {
+            if at > target {
+                break;
+            }
+            fake.set(at);
+            self.run_due();
+        }
+        fake.set(target);
+        self.run_due();
+        Ok(())
+    }
+
+    /// The earliest live timer.
+    pub fn next_deadline(&mut self) -> Option<Millis> {
+        self.next_live_timer().map(|(at, _)| at)
+    }
+
+    /// Whether effects wait to be taken.
+    pub fn has_effects(&self) -> bool {
+        !self.effects.is_empty()
+    }
+
+    /// Takes the next effect.
+    pub fn take_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
+    /// is called no later than the earliest deadline, and so that the timer keeps the
+    /// process alive only while some engine timer is live. The engine assumes the host
+    /// does what it says. Fake engines never ask for a host timer.
+    pub fn host_timer(&mut self) -> HostTimer {
+        if self.fake.is_some() {
+            return HostTimer::Keep;
+        }
+        match self.next_deadline() {
+            None if self.host_refed => {
+                self.host_refed = false;
+                HostTimer::Unref
+            }
+            None => HostTimer::Keep,
+            Some(at) => match self.host_armed {
+                Some(armed) if armed <= at && self.host_refed => HostTimer::Keep,
+                Some(armed) if armed <= at => {
+                    self.host_refed = true;
+                    HostTimer::Ref
+                }
+                _ => {
+                    self.host_armed = Some(at);
+                    self.host_refed = true;
+                    HostTimer::Arm(at)
+                }
+            },
+        }
+    }
+
+    // ---- acquisition --------------------------------------------------------------
+
+    fn begin_layer(&mut self, exec: u32, layer: u32) {
+        let now = self.now();
+        let owner = self.owners.next_id();
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        l.owner = owner;
+        l.started_at = now;
+        l.state = LayerState::Acquiring(Acquiring {
+            deadline: l.spec.wait.map(|w| now.saturating_add(w)),
+            backoff: Backoff::default(),
+            queued: false,
+            in_flight: None,
+            next_try: None,
+        });
+        self.try_acquire(exec, layer);
+    }
+
+    fn try_acquire(&mut self, exec: u32, layer: u32) {
+        let now = self.now();
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let (store, ttl) = (l.spec.store, l.spec.ttl);
+        match store {
+            StoreRef::Memory(id) => {
+                let l = &self.execs[&exec].layers[layer as usize];
+                let result = match self.memory[id as usize].as_mut() {
+                    Some(mem) => match mem.try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                        TryAcquire::Acquired(token) => TryResult::Granted(token),
+                        TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                    },
+                    None => TryResult::Failed(StoreFailure::BadAnswer("the memory store was dropped".into())),
+                };
+                self.on_try(exec, layer, now, result);
+            }
+            StoreRef::External { id, .. } => {
+                let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
+                if let Some(a) = self.acquiring_mut(exec, layer) {
+                    a.in_flight = Some((request, now));
+                    a.next_try = None;
+                }
+                self.arm_acquiring(exec, layer);
+            }
+        }
+    }
+
+    fn on_try(&mut self, exec: u32, layer: u32, sent_at: Millis, result: TryResult) {
+        let now = self.now();
+        let Some(e) = self.execs.get(&exec) else { return };
+        let l = &e.layers[layer as usize];
+        let LayerState::Acquiring(a) = &l.state else { return };
+        let (store, key, queued, deadline) = (l.spec.store, l.spec.key.clone(), a.queued, a.deadline);
+        let (renew, waited) = (e.options.renew, now - l.started_at);
+        match result {
+            TryResult::Granted(token) => {
+                if queued {
+                    self.leave_queue(exec, store, &key, HeadLeft::Acquired);
+                }
+                let Some(l) = self.layer_mut(exec, layer) else { return };
+                let ttl = l.spec.ttl;
+                l.token = token;
+                l.state = LayerState::Held(Held {
+                    expires_at: sent_at.saturating_add(ttl),
+                    renew_at: renew.then(|| sent_at.saturating_add(renew_after(ttl))),
+                    in_flight: None,
+                    retry: Backoff::default(),
+                });
+                self.arm_held(exec, layer);
+                self.event(exec, layer, Event::Acquired { waited, token });
+                let count = self.execs[&exec].layers.len() as u32;
+                if layer + 1 < count {
+                    self.begin_layer(exec, layer + 1);
+                } else if let Some(e) = self.execs.get_mut(&exec) {
+                    e.phase = Phase::Running;
+                    self.effects.push_back(Effect::Run { exec });
+                }
+            }
+            TryResult::Held { until } => {
+                if deadline.is_some_and(|d| now >= d) {
+                    self.event(exec, layer, Event::Rejected { waited });
+                    self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
+                    return;
+                }
+                if !queued {
+                    if let Some(watch) = self.queues.push(store, &key, exec) {
+                        self.effects.push_back(watch);
+                    }
+                    if let Some(a) = self.acquiring_mut(exec, layer) {
+                        a.queued = true;
+                    }
+                }
+                let is_head = self.queues.head(store, &key) == Some(exec);
+                let a = self.acquiring_mut(exec, layer).expect("acquiring");
+                let next = if is_head {
+                    // A memory store says when the lease ends, and announces an earlier
+                    // release: no polling. Other stores are polled with backoff.
+                    until.unwrap_or_else(|| now.saturating_add(a.backoff.next_delay()))
+                } else {
+                    Millis::MAX
+                };
+                a.next_try = Some(deadline.map_or(next, |d| next.min(d))).filter(|&t| t != Millis::MAX);
+                self.arm_acquiring(exec, layer);
+            }
+            TryResult::Failed(failure) => {
+                self.wind_down(
+                    exec,
+                    Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
+                );
+            }
+        }
+    }
+
+    fn leave_queue(&mut self, exec: u32, store: StoreRef, key: &str, why: HeadLeft) {
+        let (change, unwatch) = self.queues.remove(store, key, exec);
+        if let Some(effect) = unwatch {
+            self.effects.push_back(effect);
+        }
+        if let HeadChange::NewHead(next) = change {
+            let layer = self.execs.get(&next).map_or(0, current_layer);
+            match why {
+                // The lock was just taken: the new head waits for the next release or
+                // poll, as the old head did.
+                HeadLeft::Acquired => {
+                    let now = self.now();
+                    let until = match store {
+                        StoreRef::Memory(id) => self.memory[id as usize].as_ref().and_then(|m| m.expires_at(key, now)),
+                        StoreRef::External { .. } => None,
+                    };
+                    if let Some(a) = self.acquiring_mut(next, layer) {
+                        if a.in_flight.is_none() {
+                            let next_try = until.unwrap_or_else(|| now.saturating_add(a.backoff.next_delay()));
+                            a.next_try = Some(a.deadline.map_or(next_try, |d| next_try.min(d)));
+                        }
+                    }
+                    self.arm_acquiring(next, layer);
+                }
+                // The head gave up: the key may be free, so the new head tries now.
+                HeadLeft::GaveUp => {
+                    if self.acquiring_mut(next, layer).is_some_and(|a| a.in_flight.is_none()) {
+                        self.try_acquire(next, layer);
+                    }
+                }
+            }
+        }
+    }
+
+    fn arm_acquiring(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let LayerState::Acquiring(a) = &l.state else { return };
+        let timeout = a.in_flight.map(|(_, sent)| sent.saturating_add(l.spec.ttl));
+        let at = match (timeout, a.next_try) {
+            (Some(t), Some(n)) => Some(t.min(n)),
+            (t, n) => t.or(n),
+        };
+        self.arm(exec, layer, at);
+    }
+
+    // ---- holding ------------------------------------------------------------------
+
+    fn arm_held(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let LayerState::Held(h) = &l.state else { return };
+        let at = match (h.in_flight, h.renew_at) {
+            (None, Some(renew)) => renew.min(h.expires_at),
+            _ => h.expires_at,
+        };
+        // Without renewal, nothing is due before expiry and expiry changes nothing the
+        // holder must be told about: a manual lease simply lapses.
+        let at = (h.renew_at.is_some()).then_some(at);
+        self.arm(exec, layer, at);
+    }
+
+    fn renew(&mut self, exec: u32, layer: u32) {
+        let now = self.now();
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let (store, ttl) = (l.spec.store, l.spec.ttl);
+        match store {
+            StoreRef::Memory(id) => {
+                let l = &self.execs[&exec].layers[layer as usize];
+                let renewed =
+                    self.memory[id as usize].as_mut().is_some_and(|m| m.renew(&l.spec.key, &l.owner, ttl, now));
+                self.on_renew(exec, layer, now, Ok(renewed));
+            }
+            StoreRef::External { id, .. } => {
+                let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Renew, id, now);
+                if let Some(LayerState::Held(h)) = self.layer_mut(exec, layer).map(|l| &mut l.state) {
+                    h.in_flight = Some((request, now));
+                }
+                self.arm_held(exec, layer);
+            }
+        }
+    }
+
+    fn on_renew(&mut self, exec: u32, layer: u32, sent_at: Millis, result: Result<bool, StoreFailure>) {
+        let now = self.now();
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let ttl = l.spec.ttl;
+        let token = l.token;
+        let LayerState::Held(h) = &mut l.state else { return };
+        h.in_flight = None;
+        if now >= h.expires_at {
+            self.lose(exec, layer);
+            return;
+        }
+        match result {
+            Ok(true) => {
+                h.expires_at = sent_at.saturating_add(ttl);
+                h.renew_at = Some(sent_at.saturating_add(renew_after(ttl)));
+                h.retry = Backoff::default();
+                self.arm_held(exec, layer);
+                self.event(exec, layer, Event::Renewed { token });
+            }
+            Ok(false) => self.lose(exec, layer),
+            Err(failure) => {
+                h.renew_at = Some(now.saturating_add(h.retry.next_delay()));
+                self.arm_held(exec, layer);
+                self.event(exec, layer, Event::RenewalFailed { failure });
+            }
+        }
+    }
+
+    fn lose(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        if let LayerState::Held(Held { in_flight: Some((request, _)), .. }) = l.state {
+            self.abandon(request);
+        }
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        l.state = LayerState::Lost;
+        let key = l.spec.key.clone();
+        self.arm(exec, layer, None);
+        self.event(exec, layer, Event::Lost);
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        e.lost.get_or_insert(layer);
+        match e.phase {
+            Phase::Running => self.effects.push_back(Effect::Lost { exec, layer }),
+            // An outer lock lost while an inner one is still being acquired: the
+            // callback must not start.
+            Phase::Acquiring => {
+                self.effects.push_back(Effect::Lost { exec, layer });
+                self.wind_down(exec, Outcome::Error(LockError::Lost { key }));
+            }
+            Phase::Releasing => {}
+        }
+    }
+
+    // ---- releasing ----------------------------------------------------------------
+
+    /// Stops acquiring, then releases held leases innermost first; settles with
+    /// `outcome` when the last release is done.
+    fn wind_down(&mut self, exec: u32, outcome: Outcome) {
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        if e.phase == Phase::Releasing {
+            return;
+        }
+        e.phase = Phase::Releasing;
+        e.completion = Some(outcome);
+        let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
+        if let Some(layer) = acquiring {
+            let layer = layer as u32;
+            let l = &mut e.layers[layer as usize];
+            let LayerState::Acquiring(a) = std::mem::replace(&mut l.state, LayerState::Done) else { unreachable!() };
+            let (store, key) = (l.spec.store, l.spec.key.clone());
+            if let Some((request, _)) = a.in_flight {
+                self.abandon(request);
+            }
+            self.arm(exec, layer, None);
+            if a.queued {
+                self.leave_queue(exec, store, &key, HeadLeft::GaveUp);
+            }
+        }
+        self.release_next(exec);
+    }
+
+    fn release_next(&mut self, exec: u32) {
+        let now = self.now();
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        let Some(layer) = e.layers.iter().rposition(|l| matches!(l.state, LayerState::Held(_))) else {
+            let outcome = e.completion.take().unwrap_or(Outcome::Value);
+            self.drop_exec(exec);
+            self.effects.push_back(Effect::Settled { exec, outcome });
+            return;
+        };
+        let layer = layer as u32;
+        let l = &mut e.layers[layer as usize];
+        let LayerState::Held(h) = std::mem::replace(&mut l.state, LayerState::Done) else { unreachable!() };
+        if let Some((request, _)) = h.in_flight {
+            self.abandon(request);
+        }
+        self.arm(exec, layer, None);
+        let l = &self.execs[&exec].layers[layer as usize];
+        match l.spec.store {
+            StoreRef::Memory(id) => {
+                let key = l.spec.key.clone();
+                let released = self.memory[id as usize].as_mut().is_some_and(|m| m.release(&key, &l.owner, now));
+                self.event(exec, layer, Event::Released);
+                if released {
+                    self.released(StoreRef::Memory(id), &key);
+                }
+                self.release_next(exec);
+            }
+            StoreRef::External { id, .. } => {
+                let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Release, id, now);
+                // A release is worth waiting for only while the lease would live.
+                let deadline = h.expires_at.max(now);
+                if let Some(l) = self.layer_mut(exec, layer) {
+                    l.state = LayerState::Releasing { request, deadline };
+                }
+                self.arm(exec, layer, Some(deadline));
+            }
+        }
+    }
+
+    fn on_release(&mut self, exec: u32, layer: u32, result: Result<(), StoreFailure>) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        if !matches!(l.state, LayerState::Releasing { .. }) {
+            return;
+        }
+        l.state = LayerState::Done;
+        self.arm(exec, layer, None);
+        match result {
+            Ok(()) => self.event(exec, layer, Event::Released),
+            Err(failure) => self.event(exec, layer, Event::ReleaseFailed { failure }),
+        }
+        self.release_next(exec);
+    }
+
+    /// Nobody waits for `request` any more. A late grant of an acquire is released.
+    fn abandon(&mut self, request: u32) {
+        let Some(req) = self.requests.get(&request) else { return };
+        let late_grant = match (&req.origin, req.method) {
+            (Origin::Layer { exec, layer }, StoreMethod::Acquire) => {
+                self.execs.get(exec).and_then(|e| e.layers.get(*layer as usize)).and_then(|l| match l.spec.store {
+                    StoreRef::External { id, .. } => Some(Box::new((id, l.spec.key.clone(), l.owner.clone()))),
+                    StoreRef::Memory(_) => None,
+                })
+            }
+            _ => None,
+        };
+        if let Some(req) = self.requests.get_mut(&request) {
+            req.origin = Origin::Abandoned { late_grant };
+        }
+    }
+
+    fn drop_exec(&mut self, exec: u32) {
+        let Some(e) = self.execs.remove(&exec) else { return };
+        for _ in e.layers.iter().filter(|l| l.timer_at.is_some()) {
+            let execs = &self.execs;
+            self.timers.cancelled(|t| is_live(execs, t));
+        }
+    }
+
+    // ---- timers -------------------------------------------------------------------
+
+    fn on_timer(&mut self, exec: u32, layer: u32) {
+        let now = self.now();
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let ttl = l.spec.ttl;
+        let due = match &mut l.state {
+            LayerState::Acquiring(a) => match a.in_flight {
+                Some((request, sent_at)) if now >= sent_at.saturating_add(ttl) => {
+                    a.in_flight = None;
+                    Due::TryTimedOut { request, sent_at }
+                }
+                Some(_) => Due::Rearm,
+                None if a.next_try.is_some_and(|t| t <= now) => {
+                    a.next_try = None;
+                    Due::Try
+                }
+                None => Due::Rearm,
+            },
+            LayerState::Held(h) if now >= h.expires_at => Due::Lose,
+            LayerState::Held(h) if h.in_flight.is_none() && h.renew_at.is_some_and(|t| t <= now) => Due::Renew,
+            LayerState::Held(_) => Due::Rearm,
+            LayerState::Releasing { request, deadline } if now >= *deadline => {
+                Due::ReleaseTimedOut { request: *request }
+            }
+            _ => Due::Nothing,
+        };
+        match due {
+            Due::TryTimedOut { request, sent_at } => {
+                // A lease granted this late is already worthless.
+                self.abandon(request);
+                self.on_try(exec, layer, sent_at, TryResult::Failed(StoreFailure::TimedOut { after_ms: ttl }));
+            }
+            Due::Try => self.try_acquire(exec, layer),
+            Due::Renew => self.renew(exec, layer),
+            Due::Lose => self.lose(exec, layer),
+            Due::ReleaseTimedOut { request } => {
+                self.abandon(request);
+                self.requests.remove(&request);
+                self.on_release(exec, layer, Err(StoreFailure::TimedOut { after_ms: ttl }));
+            }
+            Due::Rearm => {
+                self.arm_acquiring(exec, layer);
+                self.arm_held(exec, layer);
+            }
+            Due::Nothing => {}
+        }
+    }
+
+    /// Points the layer's one timer at `at` (or nowhere).
+    fn arm(&mut self, exec: u32, layer: u32, at: Option<Millis>) {
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        let Some(l) = e.layers.get_mut(layer as usize) else { return };
+        if l.timer_at == at {
+            return;
+        }
+        let was_armed = l.timer_at.is_some();
+        l.timer_generation = l.timer_generation.wrapping_add(1);
+        l.timer_at = at;
+        let generation = l.timer_generation;
+        if was_armed {
+            let execs = &self.execs;
+            self.timers.cancelled(|t| is_live(execs, t));
+        }
+        if let Some(at) = at {
+            self.timers.push(at, TimerTarget { exec, layer, generation });
+        }
+    }
+
+    fn next_live_timer(&mut self) -> Option<(Millis, TimerTarget)> {
+        while let Some((at, target)) = self.timers.peek() {
+            if is_live(&self.execs, &target) {
+                return Some((at, target));
+            }
+            self.timers.pop(false);
+        }
+        None
+    }
+
+    // ---- helpers ------------------------------------------------------------------
+
+    fn send(&mut self, origin: Origin, method: StoreMethod, store: u32, now: Millis) -> u32 {
+        let request = self.next_request_id();
+        let layer_of = match origin {
+            Origin::Layer { exec, layer } => Some((exec, layer)),
+            Origin::Abandoned { .. } => None,
+        };
+        self.requests.insert(request, Request { origin, method, sent_at: now });
+        if let Some((exec, layer)) = layer_of {
+            let l = &self.execs[&exec].layers[layer as usize];
+            self.effects.push_back(Effect::StoreCall {
+                request,
+                store,
+                method,
+                key: l.spec.key.clone(),
+                owner: l.owner.clone(),
+                ttl: l.spec.ttl,
+            });
+        }
+        request
+    }
+
+    fn next_request_id(&mut self) -> u32 {
+        loop {
+            self.next_request = self.next_request.wrapping_add(1);
+            if !self.requests.contains_key(&self.next_request) {
+                return self.next_request;
+            }
+        }
+    }
+
+    fn event(&mut self, exec: u32, layer: u32, event: Event) {
+        if self.execs.get(&exec).is_some_and(|e| e.options.telemetry) {
+            self.effects.push_back(Effect::Event { exec, layer, event });
+        }
+    }
+
+    fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
+        self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)
+    }
+
+    fn acquiring_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Acquiring> {
+        match &mut self.layer_mut(exec, layer)?.state {
+            LayerState::Acquiring(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum TryResult {
+    Granted(u64),
+    Held { until: Option<Millis> },
+    Failed(StoreFailure),
+}
+
+#[derive(Debug)]
+enum Due {
+    Try,
+    TryTimedOut { request: u32, sent_at: Millis },
+    Renew,
+    Lose,
+    ReleaseTimedOut { request: u32 },
+    Rearm,
+    Nothing,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum HeadLeft {
+    Acquired,
+    GaveUp,
+}
+
+fn current_layer(e: &Exec) -> u32 {
+    e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_))).unwrap_or(0) as u32
+}
+
+fn is_live(execs: &HashMap<u32, Exec>, t: &TimerTarget) -> bool {
+    execs
+        .get(&t.exec)
+        .and_then(|e| e.layers.get(t.layer as usize))
+        .is_some_and(|l| l.timer_generation == t.generation && l.timer_at.is_some())
+}

@@ -1,0 +1,164 @@
+//! The in-process lease store: atomic by construction (one thread owns it), fencing
+//! tokens from one store-wide counter, memory bounded by live leases.
+
+use std::collections::HashMap;
+
+use crate::Millis;
+
+/// A live or lapsed lease on one key.
+#[derive(Debug, Clone)]
+struct Lease {
+    owner: String,
+    expires_at: Millis,
+}
+
+/// What [`MemoryStore::try_acquire`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryAcquire {
+    /// The key was free: the lease is the caller's, with this fencing token.
+    Acquired(u64),
+    /// Another owner holds the key until the given instant (unless it renews).
+    Held {
+        /// When the current lease runs out.
+        until: Millis,
+    },
+}
+
+/// Leases of one process, kept in a map from key to lease.
+///
+/// Fencing tokens come from a single counter for the whole store, so they increase
+/// per key across release and expiry without the store remembering any key it no
+/// longer holds. Expired leases are swept whenever the map has doubled since the last
+/// sweep, which bounds memory by twice the live leases (plus a small constant).
+///
+/// The store does not know about waiters: the engine keeps those, and wakes them when
+/// [`MemoryStore::release`] reports that a lease ended.
+#[derive(Debug)]
+pub struct MemoryStore {
+    leases: HashMap<String, Lease>,
+    last_token: u64,
+    sweep_at: usize,
+}
+
+const MIN_SWEEP: usize = 64;
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore { leases: HashMap::new(), last_token: 0, sweep_at: MIN_SWEEP }
+    }
+}
+
+impl MemoryStore {
+    /// Takes the lease on `key` for `owner` until `now + ttl` if no live lease exists.
+    pub fn try_acquire(&mut self, key: &str, owner: &str, ttl: Millis, now: Millis) -> TryAcquire {
+        let expires_at = now.saturating_add(ttl);
+        if let Some(lease) = self.leases.get_mut(key) {
+            if lease.expires_at > now {
+                return TryAcquire::Held { until: lease.expires_at };
+            }
+            lease.owner.clear();
+            lease.owner.push_str(owner);
+            lease.expires_at = expires_at;
+        } else {
+            if self.leases.len() >= self.sweep_at {
+                self.sweep(now);
+            }
+            self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at });
+        }
+        self.last_token += 1;
+        TryAcquire::Acquired(self.last_token)
+    }
+
+    /// Pushes `owner`'s live lease on `key` out to `now + ttl`. False when the lease
+    /// lapsed or belongs to someone else.
+    pub fn renew(&mut self, key: &str, owner: &str, ttl: Millis, now: Millis) -> bool {
+        match self.leases.get_mut(key) {
+            Some(lease) if lease.owner == owner && lease.expires_at > now => {
+                lease.expires_at = now.saturating_add(ttl);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Deletes `owner`'s lease on `key`. True when a live lease of that owner ended
+    /// (false after a lapse or a takeover; someone else's lease is never touched).
+    pub fn release(&mut self, key: &str, owner: &str, now: Millis) -> bool {
+        match self.leases.get(key) {
+            Some(lease) if lease.owner == owner => {
+                let was_live = lease.expires_at > now;
+                self.leases.remove(key);
+                was_live
+            }
+            _ => false,
+        }
+    }
+
+    /// When the live lease on `key` runs out, or `None` when the key is free.
+    pub fn expires_at(&self, key: &str, now: Millis) -> Option<Millis> {
+        self.leases.get(key).map(|lease| lease.expires_at).filter(|&at| at > now)
+    }
+
+    /// Whether `key` has a live lease.
+    pub fn is_held(&self, key: &str, now: Millis) -> bool {
+        self.expires_at(key, now).is_some()
+    }
+
+    /// Keys with a live lease, for [`Engine::memory_size`](crate::Engine::memory_size).
+    pub(crate) fn live_keys(&self, now: Millis) -> impl Iterator<Item = &str> {
+        self.leases.iter().filter(move |(_, lease)| lease.expires_at > now).map(|(key, _)| key.as_str())
+    }
+
+    /// Entries kept, live or lapsed (for memory tests).
+    pub fn entries(&self) -> usize {
+        self.leases.len()
+    }
+
+    fn sweep(&mut self, now: Millis) {
+        self.leases.retain(|_, lease| lease.expires_at > now);
+        self.leases.shrink_to(self.leases.len() * 2);
+        self.sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acquire_renew_release_follow_the_owner() {
+        let mut store = MemoryStore::default();
+        assert_eq!(store.try_acquire("k", "a", 100, 0), TryAcquire::Acquired(1));
+        assert_eq!(store.try_acquire("k", "b", 100, 50), TryAcquire::Held { until: 100 });
+        assert!(!store.renew("k", "b", 100, 50));
+        assert!(store.renew("k", "a", 100, 50));
+        assert_eq!(store.expires_at("k", 60), Some(150));
+        assert!(!store.release("k", "b", 60));
+        assert!(store.is_held("k", 60));
+        assert!(store.release("k", "a", 60));
+        assert!(!store.is_held("k", 60));
+        assert_eq!(store.try_acquire("k", "b", 100, 60), TryAcquire::Acquired(2));
+    }
+
+    #[test]
+    fn lapsed_lease_can_be_taken_and_old_owner_cannot_touch_it() {
+        let mut store = MemoryStore::default();
+        assert_eq!(store.try_acquire("k", "a", 100, 0), TryAcquire::Acquired(1));
+        assert!(!store.renew("k", "a", 100, 100), "a lease is over at its expiry instant");
+        assert_eq!(store.try_acquire("k", "b", 100, 100), TryAcquire::Acquired(2));
+        assert!(!store.release("k", "a", 150));
+        assert!(store.is_held("k", 150));
+        assert!(!store.renew("k", "a", 100, 150));
+    }
+
+    #[test]
+    fn memory_stays_bounded_by_live_leases() {
+        let mut store = MemoryStore::default();
+        for i in 0..100_000u64 {
+            // Never released: each lease lapses after 10 ms.
+            let _ = store.try_acquire(&format!("key-{i}"), "a", 10, i);
+            assert!(store.entries() <= 2 * 10 + MIN_SWEEP + 1, "{} entries at {i}", store.entries());
+        }
+        assert_eq!(store.try_acquire("fresh", "a", 10, 200_000), TryAcquire::Acquired(100_001));
+    }
+}

@@ -1,0 +1,607 @@
+//! The engine's rules, each on a fake clock: no test here sleeps.
+
+use leasehold_core::{
+    Answer, Effect, Engine, Event, ExecOptions, Finish, LockError, LockSpec, Millis, Outcome, Start, StoreFailure,
+    StoreMethod, StoreRef, DEFAULT_MEMORY_STORE,
+};
+
+const MEM: StoreRef = StoreRef::Memory(DEFAULT_MEMORY_STORE);
+const EXT: StoreRef = StoreRef::External { id: 7, announces: false };
+
+fn engine() -> Engine {
+    Engine::with_fake_clock(0, [42; 32])
+}
+
+fn lock(store: StoreRef, key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
+    LockSpec { store, key: key.into(), ttl, wait }
+}
+
+fn drain(engine: &mut Engine) -> Vec<Effect> {
+    std::iter::from_fn(|| engine.take_effect()).collect()
+}
+
+/// A store call the host was asked to make, with the time it was asked.
+#[derive(Debug, Clone)]
+struct Call {
+    at: Millis,
+    request: u32,
+    method: StoreMethod,
+    owner: String,
+}
+
+/// Takes the effects, splitting out store calls.
+fn split(engine: &mut Engine) -> (Vec<Call>, Vec<Effect>) {
+    let now = engine.now();
+    let mut calls = Vec::new();
+    let mut rest = Vec::new();
+    for effect in drain(engine) {
+        match effect {
+            Effect::StoreCall { request, method, owner, .. } => calls.push(Call { at: now, request, method, owner }),
+            other => rest.push(other),
+        }
+    }
+    (calls, rest)
+}
+
+fn only_call(engine: &mut Engine, method: StoreMethod) -> Call {
+    let (calls, rest) = split(engine);
+    assert!(rest.iter().all(|e| matches!(e, Effect::Event { .. })), "unexpected effects {rest:?}");
+    assert_eq!(calls.len(), 1, "expected one {method:?} call, got {calls:?}");
+    assert_eq!(calls[0].method, method);
+    calls[0].clone()
+}
+
+fn settled(effects: &[Effect], exec: u32) -> Option<&Outcome> {
+    effects.iter().find_map(|e| match e {
+        Effect::Settled { exec: x, outcome } if *x == exec => Some(outcome),
+        _ => None,
+    })
+}
+
+fn ran(effects: &[Effect], exec: u32) -> bool {
+    effects.iter().any(|e| matches!(e, Effect::Run { exec: x } if *x == exec))
+}
+
+// ---- the fast path -------------------------------------------------------------------
+
+#[test]
+fn uncontended_memory_execution_is_two_calls_and_no_effects() {
+    let mut e = engine();
+    let start = e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    let Start::Running { token } = start else { panic!("{start:?}") };
+    assert_eq!(token, 1);
+    assert!(!e.has_effects());
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+    assert!(!e.has_effects());
+    assert_eq!(e.live_executions(), 0);
+    assert_eq!(e.next_deadline(), None, "no timer left behind");
+    assert_eq!(e.memory_size(DEFAULT_MEMORY_STORE).unwrap(), 0);
+}
+
+#[test]
+fn fail_fast_rejects_with_not_acquired_and_never_runs() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 30_000, Some(0))], ExecOptions::default()).unwrap();
+    assert_eq!(e.start(2, vec![lock(MEM, "k", 30_000, Some(0))], ExecOptions::default()).unwrap(), Start::Pending);
+    let effects = drain(&mut e);
+    assert!(!ran(&effects, 2));
+    assert_eq!(settled(&effects, 2), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+    // Right after the holder settles, a fail-fast call finds the key free.
+    e.finish(1, true).unwrap();
+    assert!(matches!(
+        e.start(3, vec![lock(MEM, "k", 30_000, Some(0))], ExecOptions::default()).unwrap(),
+        Start::Running { .. }
+    ));
+}
+
+// ---- waiting -------------------------------------------------------------------------
+
+#[test]
+fn polls_at_50ms_doubling_to_1s_with_a_last_try_at_the_deadline() {
+    let mut e = engine();
+    assert_eq!(e.start(1, vec![lock(EXT, "k", 30_000, Some(2_000))], ExecOptions::default()).unwrap(), Start::Pending);
+    let mut tries = Vec::new();
+    loop {
+        let call = only_call(&mut e, StoreMethod::Acquire);
+        tries.push(call.at);
+        e.answer(call.request, Answer::Acquired(None));
+        let effects = drain(&mut e);
+        if let Some(outcome) = settled(&effects, 1) {
+            assert_eq!(outcome, &Outcome::Error(LockError::NotAcquired { key: "k".into() }));
+            break;
+        }
+        let next = e.next_deadline().expect("a poll is scheduled");
+        assert!(next <= 2_000, "never sleeps past the deadline: {next}");
+        e.advance(next - e.now()).unwrap();
+    }
+    assert_eq!(tries, [0, 50, 150, 350, 750, 1550, 2000]);
+}
+
+#[test]
+fn a_waiter_on_the_memory_store_is_woken_by_the_release_not_a_poll() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.start(2, vec![lock(MEM, "k", 30_000, Some(60_000))], ExecOptions::default()).unwrap(), Start::Pending);
+    assert!(drain(&mut e).is_empty());
+    e.advance(7).unwrap();
+    assert!(drain(&mut e).is_empty(), "no polling while held");
+    assert_eq!(e.memory_size(DEFAULT_MEMORY_STORE).unwrap(), 1);
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 2), "woken at once: {effects:?}");
+    assert_eq!(e.now(), 7);
+    assert_eq!(e.token(2), Some(2));
+}
+
+#[test]
+fn waiters_are_woken_in_arrival_order() {
+    let mut e = engine();
+    e.start(100, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    for exec in 1..=20 {
+        e.start(exec, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+        e.advance(1).unwrap();
+    }
+    let mut order = Vec::new();
+    let mut holder = 100;
+    for _ in 0..20 {
+        e.finish(holder, true).unwrap();
+        let runs: Vec<u32> = drain(&mut e)
+            .into_iter()
+            .filter_map(|eff| match eff {
+                Effect::Run { exec } => Some(exec),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs.len(), 1, "one waiter per release");
+        holder = runs[0];
+        order.push(holder);
+    }
+    assert_eq!(order, (1..=20).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_lease_that_lapses_hands_over_to_the_first_waiter_at_expiry() {
+    let mut e = engine();
+    // A manual lease with no renewal: it lapses at 1000.
+    let manual = ExecOptions { renew: false, telemetry: false };
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], manual).unwrap();
+    e.start(2, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
+    e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
+    e.advance(999).unwrap();
+    assert!(drain(&mut e).is_empty());
+    e.advance(1).unwrap();
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 2) && !ran(&effects, 3), "{effects:?}");
+}
+
+#[test]
+fn a_waiter_that_gives_up_passes_its_turn_on() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(2, vec![lock(MEM, "k", 30_000, Some(100))], ExecOptions::default()).unwrap();
+    e.start(3, vec![lock(MEM, "k", 30_000, Some(500))], ExecOptions::default()).unwrap();
+    e.advance(100).unwrap();
+    let effects = drain(&mut e);
+    assert_eq!(settled(&effects, 2), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+    e.finish(1, true).unwrap();
+    assert!(ran(&drain(&mut e), 3));
+}
+
+// ---- cancellation --------------------------------------------------------------------
+
+#[test]
+fn cancelling_a_waiter_removes_it_from_the_queue_and_it_never_runs() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(2, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(3, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    assert!(e.cancel(2));
+    let effects = drain(&mut e);
+    assert_eq!(settled(&effects, 2), Some(&Outcome::Error(LockError::Cancelled)));
+    e.finish(1, true).unwrap();
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 3) && !ran(&effects, 2));
+    assert!(!e.cancel(3), "a running execution is not cancelled by the engine");
+}
+
+#[test]
+fn cancelling_during_an_acquire_in_flight_releases_a_late_grant() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    let call = only_call(&mut e, StoreMethod::Acquire);
+    assert!(e.cancel(1));
+    assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Error(LockError::Cancelled)));
+    e.answer(call.request, Answer::Acquired(Some(9)));
+    let release = only_call(&mut e, StoreMethod::Release);
+    assert_eq!(release.owner, call.owner, "the late lease is released as its owner");
+    e.answer(release.request, Answer::Released);
+    assert!(drain(&mut e).is_empty());
+    assert_eq!(e.open_requests(), 0);
+    assert_eq!(e.live_executions(), 0);
+}
+
+// ---- renewal and loss ----------------------------------------------------------------
+
+#[test]
+fn renews_every_third_of_the_ttl_counting_from_when_the_request_was_sent() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.advance(40).unwrap(); // the store takes 40 ms to answer
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    assert!(ran(&drain(&mut e), 1));
+    let mut renewals = Vec::new();
+    for _ in 0..4 {
+        let next = e.next_deadline().unwrap();
+        e.advance(next - e.now()).unwrap();
+        let renew = only_call(&mut e, StoreMethod::Renew);
+        renewals.push(renew.at);
+        e.advance(25).unwrap();
+        e.answer(renew.request, Answer::Renewed(true));
+    }
+    // Sent at 0, renewed at 1000; each renewal sent at t schedules the next at t + 1000.
+    assert_eq!(renewals, [1_000, 2_000, 3_000, 4_000]);
+}
+
+#[test]
+fn renew_false_is_a_loss_at_once() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions { renew: true, telemetry: true }).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    let effects = drain(&mut e);
+    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
+    assert!(effects.contains(&Effect::Event { exec: 1, layer: 0, event: Event::Lost }));
+    assert_eq!(e.next_deadline(), None, "a lost lease is not renewed again");
+    // The callback then fails: the execution rejects with LockLostError.
+    assert_eq!(e.finish(1, false).unwrap(), Finish::Settled(Outcome::Error(LockError::Lost { key: "k".into() })));
+    assert!(drain(&mut e).iter().all(|eff| !matches!(eff, Effect::StoreCall { .. })), "no release of a lost lease");
+}
+
+#[test]
+fn a_callback_that_succeeds_after_a_loss_keeps_its_value() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    drain(&mut e);
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+}
+
+#[test]
+fn a_failing_renewal_is_retried_while_valid_then_the_lease_is_lost_at_expiry() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    let mut attempts = Vec::new();
+    loop {
+        let next = e.next_deadline().unwrap();
+        e.advance(next - e.now()).unwrap();
+        let (calls, effects) = split(&mut e);
+        if effects.contains(&Effect::Lost { exec: 1, layer: 0 }) {
+            assert!(calls.is_empty());
+            break;
+        }
+        assert_eq!(calls.len(), 1);
+        attempts.push(calls[0].at);
+        e.answer(calls[0].request, Answer::Failed(StoreFailure::Threw(calls[0].request)));
+    }
+    assert_eq!(attempts, [1_000, 1_050, 1_150, 1_350, 1_750, 2_550]);
+    assert_eq!(e.now(), 3_000, "lost exactly when the lease ran out");
+}
+
+#[test]
+fn a_renewal_that_succeeds_after_a_failure_keeps_the_lease() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    let first = only_call(&mut e, StoreMethod::Renew);
+    e.answer(first.request, Answer::Failed(StoreFailure::Threw(first.request)));
+    e.advance(50).unwrap();
+    let second = only_call(&mut e, StoreMethod::Renew);
+    e.answer(second.request, Answer::Renewed(true));
+    // The next renewal is due a third of the ttl after the successful one was sent.
+    assert_eq!(e.next_deadline(), Some(2_050));
+    for _ in 0..10 {
+        let next = e.next_deadline().unwrap();
+        e.advance(next - e.now()).unwrap();
+        let renew = only_call(&mut e, StoreMethod::Renew);
+        e.answer(renew.request, Answer::Renewed(true));
+    }
+    assert!(e.layer_held(1, 0));
+    assert!(!drain(&mut e).iter().any(|eff| matches!(eff, Effect::Lost { .. })));
+}
+
+#[test]
+fn a_renewal_unanswered_by_expiry_is_a_loss() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.advance(1_999).unwrap();
+    assert!(drain(&mut e).is_empty());
+    e.advance(1).unwrap();
+    assert!(drain(&mut e).contains(&Effect::Lost { exec: 1, layer: 0 }));
+    // The answer, when it comes, changes nothing.
+    e.answer(renew.request, Answer::Renewed(true));
+    assert!(drain(&mut e).is_empty());
+    assert!(!e.layer_held(1, 0));
+}
+
+#[test]
+fn an_acquire_unanswered_after_ttl_is_abandoned_and_a_late_grant_released() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 1_000, Some(5_000))], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.advance(1_000).unwrap();
+    let effects = drain(&mut e);
+    let Some(Outcome::Error(LockError::StoreFailed { method, failure, .. })) = settled(&effects, 1) else {
+        panic!("{effects:?}")
+    };
+    assert_eq!((*method, failure), (StoreMethod::Acquire, &StoreFailure::TimedOut { after_ms: 1_000 }));
+    e.answer(acquire.request, Answer::Acquired(Some(3)));
+    assert_eq!(only_call(&mut e, StoreMethod::Release).owner, acquire.owner);
+}
+
+// ---- release -------------------------------------------------------------------------
+
+#[test]
+fn releases_once_as_owner_after_success_and_after_failure_and_settles_after_the_release() {
+    for ok in [true, false] {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions::default()).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(acquire.request, Answer::Acquired(Some(1)));
+        drain(&mut e);
+        assert_eq!(e.finish(1, ok).unwrap(), Finish::Pending, "settles only after the release");
+        let release = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(release.owner, acquire.owner);
+        e.answer(release.request, Answer::Released);
+        let effects = drain(&mut e);
+        let expected = if ok { Outcome::Value } else { Outcome::CallbackError };
+        assert_eq!(settled(&effects, 1), Some(&expected));
+        e.advance(100_000).unwrap();
+        assert!(drain(&mut e).is_empty(), "nothing after the release");
+    }
+}
+
+#[test]
+fn a_failed_release_is_ignored_and_reported() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions { renew: true, telemetry: true }).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.finish(1, true).unwrap();
+    let release = only_call(&mut e, StoreMethod::Release);
+    e.answer(release.request, Answer::Failed(StoreFailure::Threw(release.request)));
+    let effects = drain(&mut e);
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Value));
+    assert!(effects.iter().any(|eff| matches!(eff, Effect::Event { event: Event::ReleaseFailed { .. }, .. })));
+}
+
+#[test]
+fn a_release_that_never_answers_settles_when_the_lease_would_have_lapsed() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(500).unwrap();
+    e.finish(1, true).unwrap();
+    only_call(&mut e, StoreMethod::Release);
+    e.advance(2_499).unwrap();
+    assert!(settled(&drain(&mut e), 1).is_none());
+    e.advance(1).unwrap();
+    assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Value));
+}
+
+// ---- stores that fail ----------------------------------------------------------------
+
+#[test]
+fn a_store_error_on_acquire_rejects_naming_key_and_method() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "acct:1", 30_000, Some(10_000))], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Failed(StoreFailure::Threw(acquire.request)));
+    let effects = drain(&mut e);
+    assert!(!ran(&effects, 1));
+    assert_eq!(
+        settled(&effects, 1),
+        Some(&Outcome::Error(LockError::StoreFailed {
+            key: "acct:1".into(),
+            method: StoreMethod::Acquire,
+            failure: StoreFailure::Threw(acquire.request),
+        }))
+    );
+}
+
+// ---- fencing tokens ------------------------------------------------------------------
+
+#[test]
+fn tokens_increase_per_key_across_release_and_expiry() {
+    let mut e = engine();
+    let mut tokens = Vec::new();
+    for round in 0..3 {
+        let Start::Running { token } = e.start(1, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap()
+        else {
+            panic!()
+        };
+        tokens.push(token);
+        e.finish(1, true).unwrap();
+        // Another key in between takes tokens from the same counter.
+        e.start(2, vec![lock(MEM, &format!("other{round}"), 1_000, None)], ExecOptions::default()).unwrap();
+        e.finish(2, true).unwrap();
+    }
+    // Expiry: a manual lease that lapses, then a new grant.
+    e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions { renew: false, telemetry: false }).unwrap();
+    tokens.push(e.token(3).unwrap());
+    e.advance(1_000).unwrap();
+    let Start::Running { token } = e.start(4, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap()
+    else {
+        panic!()
+    };
+    tokens.push(token);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+}
+
+// ---- nesting -------------------------------------------------------------------------
+
+#[test]
+fn nested_locks_acquire_outermost_first_release_innermost_first_and_expose_the_inner_token() {
+    let mut e = engine();
+    let outer = lock(EXT, "outer", 30_000, None);
+    let inner = lock(StoreRef::External { id: 8, announces: false }, "inner", 30_000, None);
+    e.start(1, vec![outer, inner], ExecOptions::default()).unwrap();
+    let first = drain(&mut e);
+    assert!(matches!(&first[..], [Effect::StoreCall { store: 7, method: StoreMethod::Acquire, .. }]), "{first:?}");
+    let Effect::StoreCall { request, .. } = first[0] else { unreachable!() };
+    e.answer(request, Answer::Acquired(Some(10)));
+    let second = drain(&mut e);
+    let [Effect::StoreCall { store: 8, method: StoreMethod::Acquire, request, .. }] = second[..] else {
+        panic!("{second:?}")
+    };
+    e.answer(request, Answer::Acquired(Some(20)));
+    assert!(ran(&drain(&mut e), 1));
+    assert_eq!(e.token(1), Some(20), "the innermost token");
+    assert_eq!(e.layer_token(1, 0), Some(10));
+    e.finish(1, true).unwrap();
+    let rel = drain(&mut e);
+    let [Effect::StoreCall { store: 8, method: StoreMethod::Release, request, .. }] = rel[..] else {
+        panic!("{rel:?}")
+    };
+    e.answer(request, Answer::Released);
+    let rel = drain(&mut e);
+    let [Effect::StoreCall { store: 7, method: StoreMethod::Release, request, .. }] = rel[..] else {
+        panic!("{rel:?}")
+    };
+    e.answer(request, Answer::Released);
+    assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Value));
+}
+
+#[test]
+fn when_an_inner_lock_is_not_acquired_the_outer_one_is_released() {
+    let mut e = engine();
+    e.start(9, vec![lock(MEM, "inner", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(1, vec![lock(MEM, "outer", 30_000, None), lock(MEM, "inner", 30_000, Some(0))], ExecOptions::default())
+        .unwrap();
+    let effects = drain(&mut e);
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(LockError::NotAcquired { key: "inner".into() })));
+    assert!(!e.memory_ttl(DEFAULT_MEMORY_STORE, "outer").unwrap().is_some(), "outer released");
+}
+
+#[test]
+fn locks_are_not_reentrant() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(2, vec![lock(MEM, "k", 30_000, Some(1_000))], ExecOptions::default()).unwrap();
+    e.advance(1_000).unwrap();
+    assert_eq!(settled(&drain(&mut e), 2), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+}
+
+#[test]
+fn an_outer_lock_lost_while_waiting_for_an_inner_one_fails_the_execution() {
+    let mut e = engine();
+    e.start(9, vec![lock(MEM, "inner", 30_000, None)], ExecOptions::default()).unwrap();
+    e.start(1, vec![lock(EXT, "outer", 3_000, None), lock(MEM, "inner", 30_000, None)], ExecOptions::default())
+        .unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    assert!(drain(&mut e).is_empty());
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    let effects = drain(&mut e);
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(LockError::Lost { key: "outer".into() })));
+    e.finish(9, true).unwrap();
+    assert!(!ran(&drain(&mut e), 1));
+}
+
+// ---- validation ----------------------------------------------------------------------
+
+#[test]
+fn start_rejects_bad_arguments_naming_them() {
+    let mut e = engine();
+    let cases = [
+        (vec![], "locks"),
+        (vec![lock(MEM, "", 1_000, None)], "key"),
+        (vec![lock(MEM, "k", 0, None)], "ttl"),
+        (vec![lock(StoreRef::Memory(99), "k", 1_000, None)], "store"),
+    ];
+    for (locks, arg) in cases {
+        let Err(LockError::InvalidArgument(err)) = e.start(1, locks, ExecOptions::default()) else { panic!("{arg}") };
+        assert_eq!(err.arg, arg);
+        assert!(err.message.starts_with(arg), "{}", err.message);
+    }
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
+    assert!(e.start(1, vec![lock(MEM, "j", 1_000, None)], ExecOptions::default()).is_err(), "id in use");
+    assert!(e.finish(5, true).is_err());
+    let mut real = Engine::new(Box::new(leasehold_core::FakeClock::new(0)), [1; 32]);
+    assert!(real.advance(5).is_err(), "only fake engines advance");
+}
+
+// ---- stores that announce ------------------------------------------------------------
+
+#[test]
+fn an_announcing_store_is_watched_while_it_has_waiters_and_wakes_the_first() {
+    let mut e = engine();
+    let store = StoreRef::External { id: 3, announces: true };
+    e.start(1, vec![lock(store, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    let a = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(a.request, Answer::Acquired(None));
+    let effects = drain(&mut e);
+    assert!(effects.contains(&Effect::Watch { store: 3, key: "k".into(), watch: true }), "{effects:?}");
+    e.advance(10).unwrap();
+    assert!(drain(&mut e).is_empty());
+    e.released(store, "k");
+    let b = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(e.now(), 10, "tried at once, not at the 50 ms poll");
+    e.answer(b.request, Answer::Acquired(Some(5)));
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 1));
+    assert!(effects.contains(&Effect::Watch { store: 3, key: "k".into(), watch: false }));
+}
+
+// ---- timers and the host -------------------------------------------------------------
+
+#[test]
+fn a_real_clock_engine_asks_the_host_for_one_timer_and_lets_it_go_when_idle() {
+    use leasehold_core::{Clock, HostTimer};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    struct Manual(Rc<Cell<Millis>>);
+    impl Clock for Manual {
+        fn now(&self) -> Millis {
+            self.0.get()
+        }
+    }
+    let time = Rc::new(Cell::new(0));
+    let mut e = Engine::new(Box::new(Manual(time.clone())), [3; 32]);
+    e.start(1, vec![lock(MEM, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Arm(1_000));
+    assert_eq!(e.host_timer(), HostTimer::Keep);
+    e.finish(1, true).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Unref);
+    e.start(2, vec![lock(MEM, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Ref, "the armed timer is early enough");
+    time.set(1_000);
+    e.on_host_timer();
+    assert_eq!(e.host_timer(), HostTimer::Arm(2_000));
+    assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(3_000), "renewed at 1000");
+}
