@@ -503,7 +503,7 @@ fn when_an_inner_lock_is_not_acquired_the_outer_one_is_released() {
         .unwrap();
     let effects = drain(&mut e);
     assert_eq!(settled(&effects, 1), Some(&Outcome::Error(LockError::NotAcquired { key: "inner".into() })));
-    assert!(!e.memory_ttl(DEFAULT_MEMORY_STORE, "outer").unwrap().is_some(), "outer released");
+    assert!(e.memory_ttl(DEFAULT_MEMORY_STORE, "outer").unwrap().is_none(), "outer released");
 }
 
 #[test]
