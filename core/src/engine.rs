@@ -250,7 +250,7 @@ enum LayerState {
 struct Layer {
     spec: LockSpec,
     owner: String,
-    token: u64,
+    token: Option<u64>,
     started_at: Millis,
     state: LayerState,
     timer_at: Option<Millis>,
@@ -482,7 +482,7 @@ impl Engine {
             .map(|spec| Layer {
                 spec,
                 owner: String::new(),
-                token: 0,
+                token: None,
                 started_at: 0,
                 state: LayerState::Idle,
                 timer_at: None,
@@ -543,13 +543,12 @@ impl Engine {
     /// The fencing token of the innermost lock `exec` holds.
     pub fn token(&self, exec: u32) -> Option<u64> {
         let e = self.execs.get(&exec)?;
-        e.layers.iter().rev().find(|l| l.token != 0).map(|l| l.token)
+        e.layers.iter().rev().find_map(|l| l.token)
     }
 
     /// The fencing token of lock `layer` of `exec`, once granted.
     pub fn layer_token(&self, exec: u32, layer: u32) -> Option<u64> {
-        let l = self.execs.get(&exec)?.layers.get(layer as usize)?;
-        (l.token != 0).then_some(l.token)
+        self.execs.get(&exec)?.layers.get(layer as usize)?.token
     }
 
     /// The owner id under which lock `layer` of `exec` is (being) acquired.
@@ -797,7 +796,7 @@ impl Engine {
                 }
                 let Some(l) = self.layer_mut(exec, layer) else { return };
                 let ttl = l.spec.ttl;
-                l.token = token;
+                l.token = Some(token);
                 l.state = LayerState::Held(Held {
                     expires_at: sent_at.saturating_add(ttl),
                     renew_at: renew.then(|| sent_at.saturating_add(renew_after(ttl))),
@@ -934,7 +933,7 @@ impl Engine {
         let now = self.now();
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let ttl = l.spec.ttl;
-        let token = l.token;
+        let token = l.token.unwrap_or_default();
         let LayerState::Held(h) = &mut l.state else { return };
         h.in_flight = None;
         if now >= h.expires_at {

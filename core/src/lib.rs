@@ -40,6 +40,7 @@ mod clock;
 pub mod duration;
 mod engine;
 mod error;
+pub mod host;
 mod memory_store;
 mod owner_ids;
 pub mod polling;

@@ -1,0 +1,301 @@
+//! The Node addon: the core's [`Engine`] as a class, called on the JS thread.
+//!
+//! Every method converts its arguments, calls the core and converts the result. The
+//! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
+//! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
+
+use leasehold_core::host::{self, status, EffectRecord};
+use leasehold_core::{Answer, Clock, Engine, ExecOptions, LockError, Millis, Start, StoreFailure};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::time::Instant;
+
+/// The error code as JavaScript reads it (`error.code`).
+#[derive(Debug)]
+pub struct Code(&'static str);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+/// The one place where core errors become JavaScript errors. The package's JS entry
+/// turns the code into the right class (`TypeError`, `RangeError`, …).
+fn to_js_error(err: LockError) -> napi::Error<Code> {
+    napi::Error::new(Code(err.code()), err.to_string())
+}
+
+struct MonotonicClock(Instant);
+
+impl Clock for MonotonicClock {
+    fn now(&self) -> Millis {
+        self.0.elapsed().as_millis() as Millis
+    }
+}
+
+/// A flat effect, as the host reads it.
+#[napi(object)]
+#[derive(Debug)]
+pub struct JsEffect {
+    pub kind: String,
+    pub exec: u32,
+    pub layer: u32,
+    pub request: u32,
+    pub store: u32,
+    pub method: Option<String>,
+    pub key: Option<String>,
+    pub owner: Option<String>,
+    pub ttl: f64,
+    pub watch: bool,
+    pub outcome: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub cause: u32,
+    pub waited: f64,
+    pub token: f64,
+}
+
+impl From<EffectRecord> for JsEffect {
+    fn from(r: EffectRecord) -> Self {
+        JsEffect {
+            kind: r.kind.to_owned(),
+            exec: r.exec,
+            layer: r.layer,
+            request: r.request,
+            store: r.store,
+            method: r.method.map(str::to_owned),
+            key: r.key,
+            owner: r.owner,
+            ttl: r.ttl,
+            watch: r.watch,
+            outcome: r.outcome.map(str::to_owned),
+            code: r.code.map(str::to_owned),
+            message: r.message,
+            cause: r.cause,
+            waited: r.waited,
+            token: r.token,
+        }
+    }
+}
+
+/// One engine (one time source) with its memory stores.
+#[napi]
+#[derive(Debug)]
+pub struct NativeEngine {
+    inner: Engine,
+    outer_locks: Vec<leasehold_core::LockSpec>,
+    arm_at: f64,
+}
+
+#[napi]
+impl NativeEngine {
+    /// `fake`: run on a fake clock starting at `start`; otherwise on a monotonic clock.
+    /// `seed`: 32 bytes of entropy for owner ids.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(fake: bool, start: f64, seed: Uint8Array) -> Result<Self, Code> {
+        let mut bytes = [0u8; 32];
+        if seed.len() != 32 {
+            return Err(napi::Error::new(Code("ERR_INVALID_ARG_TYPE"), "seed must be 32 bytes".to_owned()));
+        }
+        bytes.copy_from_slice(&seed);
+        let inner = if fake {
+            Engine::with_fake_clock(start.max(0.0) as Millis, bytes)
+        } else {
+            Engine::new(Box::new(MonotonicClock(Instant::now())), bytes)
+        };
+        Ok(NativeEngine { inner, outer_locks: Vec::new(), arm_at: 0.0 })
+    }
+
+    fn flags(&mut self) -> u32 {
+        host::status_flags(&mut self.inner, &mut self.arm_at)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn now(&self) -> f64 {
+        self.inner.now() as f64
+    }
+
+    #[napi(catch_unwind)]
+    pub fn arm_at(&self) -> f64 {
+        self.arm_at
+    }
+
+    #[napi(catch_unwind)]
+    pub fn next_deadline(&mut self) -> Option<f64> {
+        self.inner.next_deadline().map(|t| t as f64)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn create_memory_store(&mut self) -> u32 {
+        self.inner.create_memory_store()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, Code> {
+        let token = self.inner.memory_acquire(store, &key, &owner, ttl as Millis).map_err(to_js_error)?;
+        Ok(token.map(|t| t as f64))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn mem_renew(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<bool, Code> {
+        self.inner.memory_renew(store, &key, &owner, ttl as Millis).map_err(to_js_error)
+    }
+
+    /// Status word; bit 1 set when `owner` held a live lease that ended.
+    #[napi(catch_unwind)]
+    pub fn mem_release(&mut self, store: u32, key: String, owner: String) -> Result<u32, Code> {
+        let released = self.inner.memory_release(store, &key, &owner).map_err(to_js_error)?;
+        Ok(u32::from(released) | self.flags())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn mem_ttl(&mut self, store: u32, key: String) -> Result<Option<f64>, Code> {
+        Ok(self.inner.memory_ttl(store, &key).map_err(to_js_error)?.map(|t| t as f64))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn mem_size(&mut self, store: u32) -> Result<u32, Code> {
+        Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn mem_entries(&mut self, store: u32) -> Result<u32, Code> {
+        Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
+    }
+
+    /// Adds an outer lock for the next `start`.
+    #[napi(catch_unwind)]
+    pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {
+        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
+        self.outer_locks.push(spec);
+        Ok(())
+    }
+
+    /// Starts `exec` under the outer locks added so far plus this innermost one.
+    /// `options`: bit 0 renew, bit 1 telemetry. Status bit `RUNNING`: run now.
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &mut self,
+        exec: u32,
+        options: u32,
+        kind: u32,
+        store: u32,
+        key: String,
+        ttl: f64,
+        wait: f64,
+    ) -> Result<u32, Code> {
+        let mut locks = std::mem::take(&mut self.outer_locks);
+        locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
+        let options = ExecOptions { renew: options & 1 != 0, telemetry: options & 2 != 0 };
+        let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
+        let running = if matches!(started, Start::Running { .. }) { status::RUNNING } else { 0 };
+        Ok(running | self.flags())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn finish(&mut self, exec: u32, ok: bool) -> Result<u32, Code> {
+        let finish = self.inner.finish(exec, ok).map_err(to_js_error)?;
+        Ok(host::finish_status(finish) | self.flags())
+    }
+
+    /// Status word; bit 1 set when the execution was still acquiring and is cancelled.
+    #[napi(catch_unwind)]
+    pub fn cancel(&mut self, exec: u32) -> u32 {
+        u32::from(self.inner.cancel(exec)) | self.flags()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn token(&self, exec: u32) -> Option<f64> {
+        self.inner.token(exec).map(|t| t as f64)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn layer_token(&self, exec: u32, layer: u32) -> Option<f64> {
+        self.inner.layer_token(exec, layer).map(|t| t as f64)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
+        self.inner.layer_held(exec, layer)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn answer_acquire(&mut self, request: u32, token: Option<f64>) -> u32 {
+        self.inner.answer(request, Answer::Acquired(token.map(|t| t as u64)));
+        self.flags()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn answer_renew(&mut self, request: u32, renewed: bool) -> u32 {
+        self.inner.answer(request, Answer::Renewed(renewed));
+        self.flags()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn answer_release(&mut self, request: u32) -> u32 {
+        self.inner.answer(request, Answer::Released);
+        self.flags()
+    }
+
+    /// The store threw (`bad` is `None`; the host keeps the thrown value under
+    /// `request`) or answered with a wrong shape (`bad` says what was expected).
+    #[napi(catch_unwind)]
+    pub fn answer_failed(&mut self, request: u32, bad: Option<String>) -> u32 {
+        let failure = match bad {
+            Some(message) => StoreFailure::BadAnswer(message),
+            None => StoreFailure::Threw(request),
+        };
+        self.inner.answer(request, Answer::Failed(failure));
+        self.flags()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, Code> {
+        let spec = host::lock_spec(kind, store, key, 1.0, 0.0).map_err(to_js_error)?;
+        self.inner.released(spec.store, &spec.key);
+        Ok(self.flags())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn on_timer(&mut self) -> u32 {
+        self.inner.on_host_timer();
+        self.flags()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn advance(&mut self, ms: f64) -> Result<u32, Code> {
+        let ms = leasehold_core::duration::from_millis(ms, "ms").map_err(|e| to_js_error(e.into()))?;
+        self.inner.advance(ms).map_err(to_js_error)?;
+        Ok(self.flags())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn take_effects(&mut self) -> Vec<JsEffect> {
+        std::iter::from_fn(|| self.inner.take_effect()).map(|e| JsEffect::from(EffectRecord::from(e))).collect()
+    }
+
+    #[napi(catch_unwind)]
+    pub fn live_executions(&self) -> u32 {
+        self.inner.live_executions() as u32
+    }
+
+    #[napi(catch_unwind)]
+    pub fn open_requests(&self) -> u32 {
+        self.inner.open_requests() as u32
+    }
+
+    /// Panics on purpose, so tests can prove a panic becomes an Error.
+    #[napi(catch_unwind)]
+    pub fn panic_for_tests(&self) {
+        panic!("leasehold: a panic forced by a test");
+    }
+}
+
+/// Validates a duration: a number of milliseconds or a string like `'30s'`. Returns
+/// milliseconds, or -1 for `Infinity` where `infinite_ok`.
+#[napi(catch_unwind)]
+pub fn check_duration(ms: Option<f64>, text: Option<String>, arg: String, infinite_ok: bool) -> Result<f64, Code> {
+    host::duration_arg(ms, text.as_deref(), &arg, infinite_ok).map_err(to_js_error)
+}

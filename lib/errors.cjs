@@ -1,0 +1,66 @@
+'use strict';
+// The error classes users `instanceof`. Built once here, for every engine, and keyed on
+// the stable `code` that the Rust core gives each failure.
+
+/** The lock stayed held for longer than `wait`; the callback never ran. */
+class LockNotAcquiredError extends Error {
+  constructor(key, message = `lock '${key}' is held by another owner`, options) {
+    super(message, options);
+    this.name = 'LockNotAcquiredError';
+    this.code = 'LOCK_NOT_ACQUIRED';
+    this.key = key;
+    this.httpStatus = 409;
+  }
+}
+
+/** The lease was lost while the callback ran (also the abort reason of its signal). */
+class LockLostError extends Error {
+  constructor(key, message = `lease on lock '${key}' was lost while the callback ran`, options) {
+    super(message, options);
+    this.name = 'LockLostError';
+    this.code = 'LOCK_LOST';
+    this.key = key;
+  }
+}
+
+/** The store failed; `cause` is what the store threw, unchanged. */
+class LockStoreError extends Error {
+  constructor(key, method, message, options) {
+    super(message ?? `lock store failed on ${method}('${key}')`, options);
+    this.name = 'LockStoreError';
+    this.code = 'LOCK_STORE_FAILED';
+    this.key = key;
+    this.method = method;
+    if (!options || !('cause' in options)) this.cause = undefined;
+  }
+}
+
+/** True for errors that mean "not now, someone else has it" rather than a fault. */
+function isRejection(error) {
+  return error instanceof LockNotAcquiredError;
+}
+
+/** An error thrown by an engine call (argument errors, a caught panic) as JS users expect it. */
+function fromEngine(error) {
+  if (!error || typeof error !== 'object') return new Error(String(error));
+  switch (error.code) {
+    case 'ERR_INVALID_ARG_TYPE': {
+      const e = new TypeError(error.message);
+      e.code = error.code;
+      return e;
+    }
+    case 'ERR_OUT_OF_RANGE': {
+      const e = new RangeError(error.message);
+      e.code = error.code;
+      return e;
+    }
+    default: {
+      // A Rust panic caught at the boundary (napi) or a wasm trap: an Error, never a crash.
+      const e = new Error(`leasehold engine failure: ${error.message}`, { cause: error });
+      e.code = 'LEASEHOLD_ENGINE_FAILURE';
+      return e;
+    }
+  }
+}
+
+module.exports = { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine };

@@ -1,0 +1,713 @@
+'use strict';
+// The JavaScript host of the Rust engine, shared by the native addon and the wasm
+// module. The engine decides everything (when to try, poll, renew, when a lease is
+// lost, who is woken, how an execution settles); this file only carries out what it
+// asks: it calls JS stores and reports their answers, runs callbacks, aborts signals,
+// keeps one timer, and turns results into Promises and error classes.
+
+const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine } = require('./errors.cjs');
+
+// Status bits returned by every mutating engine call (core/src/host.rs).
+const EFFECTS = 16;
+const TIMER_REF = 32;
+const TIMER_UNREF = 64;
+const TIMER_ARM = 128;
+const RUNNING = 1;
+const SETTLED_VALUE = 2;
+const SETTLED_CALLBACK_ERROR = 3;
+const SETTLED_LOST = 4;
+// Store kinds (core/src/host.rs).
+const MEMORY = 0;
+const POLLED = 1;
+const ANNOUNCING = 2;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The key of the fencing token in `context.properties`. */
+const LOCK_TOKEN = 'leasehold.lockToken';
+
+const HOST = Symbol('leasehold.host');
+const STORE_ID = Symbol('leasehold.storeId');
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : `'${value}'`;
+  if (typeof value === 'bigint') return `${value}n (a bigint)`;
+  if (typeof value === 'symbol') return 'a symbol';
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return `${String(value)}`;
+}
+
+function createApi(binding, options) {
+  const engineName = options.engine;
+  const AsyncLocalStorage = options.AsyncLocalStorage;
+  const ambient = AsyncLocalStorage ? new AsyncLocalStorage() : undefined;
+  // Without AsyncLocalStorage (browsers), the ambient context is the one whose callback
+  // is running synchronously right now.
+  let syncContext;
+
+  function checkDuration(value, arg, { infiniteOk }) {
+    try {
+      if (typeof value === 'number') return binding.checkDuration(value, undefined, arg, infiniteOk);
+      if (typeof value === 'string') return binding.checkDuration(undefined, value, arg, infiniteOk);
+    } catch (error) {
+      throw fromEngine(error);
+    }
+    throw new TypeError(`${arg} must be milliseconds (a number) or a duration string like '30s', got ${describe(value)}`);
+  }
+
+  function randomSeed() {
+    const seed = new Uint8Array(32);
+    globalThis.crypto.getRandomValues(seed);
+    return seed;
+  }
+
+  // ---- the host of one engine (one time source) -----------------------------------
+
+  class EngineHost {
+    constructor(fake, start) {
+      try {
+        this.engine = new binding.Engine(fake, start, randomSeed());
+      } catch (error) {
+        throw fromEngine(error);
+      }
+      this.fake = fake;
+      this.execs = new Map();
+      this.stores = new Map();
+      this.storeIds = new WeakMap();
+      this.nextStoreId = 1;
+      this.nextExec = 0;
+      this.thrown = new Map();
+      this.watchers = new Map();
+      this.draining = false;
+      this.timer = undefined;
+      this.defaultStoreInstance = undefined;
+    }
+
+    get defaultStore() {
+      if (!this.defaultStoreInstance) this.defaultStoreInstance = MemoryLockStore[HOST](this, 0);
+      return this.defaultStoreInstance;
+    }
+
+    newExecId() {
+      do {
+        this.nextExec = (this.nextExec + 1) >>> 0;
+      } while (this.nextExec === 0 || this.execs.has(this.nextExec));
+      return this.nextExec;
+    }
+
+    /** Handles the host part of a status word; returns the call's own result bits. */
+    status(status) {
+      if (status & 0xf0) this.housekeep(status);
+      return status & 0x0f;
+    }
+
+    housekeep(status) {
+      if (status & TIMER_ARM) this.arm(this.engine.armAt());
+      else if (status & TIMER_REF) this.timer?.ref?.();
+      else if (status & TIMER_UNREF) this.timer?.unref?.();
+      if (status & EFFECTS) this.drain();
+    }
+
+    arm(at) {
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      const delay = Math.min(Math.max(0, at - this.engine.now()), MAX_TIMER_MS);
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.call(() => this.engine.onTimer());
+      }, delay);
+    }
+
+    /** Calls the engine; a failure of the engine itself (a caught panic) is re-thrown as an Error. */
+    call(fn) {
+      let status;
+      try {
+        status = fn();
+      } catch (error) {
+        throw fromEngine(error);
+      }
+      return this.status(status);
+    }
+
+    drain() {
+      if (this.draining) return;
+      this.draining = true;
+      try {
+        for (;;) {
+          const effects = this.engine.takeEffects();
+          if (effects.length === 0) break;
+          for (const effect of effects) this.apply(effect);
+        }
+      } finally {
+        this.draining = false;
+        // Thrown store errors are kept until the effects that may cite them as a cause are done.
+        this.thrown.clear();
+      }
+    }
+
+    apply(fx) {
+      switch (fx.kind) {
+        case 'call':
+          return this.callStore(fx);
+        case 'run': {
+          const rec = this.execs.get(fx.exec);
+          if (rec) rec.run();
+          return;
+        }
+        case 'lost': {
+          const rec = this.execs.get(fx.exec);
+          if (rec) rec.lost(fx.layer);
+          return;
+        }
+        case 'settled': {
+          const rec = this.execs.get(fx.exec);
+          if (rec) rec.settled(fx);
+          return;
+        }
+        case 'watch':
+          return this.watch(fx);
+        case 'event': {
+          const rec = this.execs.get(fx.exec);
+          if (rec) rec.event(fx, this.thrown.get(fx.cause));
+          return;
+        }
+        default:
+          return;
+      }
+    }
+
+    // ---- JS stores ----
+
+    registerStore(store) {
+      if (store instanceof MemoryLockStore && store[HOST] === this) return { kind: MEMORY, id: store[STORE_ID] };
+      let id = this.storeIds.get(store);
+      if (id === undefined) {
+        id = this.nextStoreId++;
+        this.storeIds.set(store, id);
+        this.stores.set(id, store);
+      }
+      return { kind: typeof store.subscribe === 'function' ? ANNOUNCING : POLLED, id };
+    }
+
+    callStore(fx) {
+      const store = this.stores.get(fx.store);
+      let pending;
+      try {
+        if (fx.method === 'acquire') pending = store.acquire(fx.key, fx.owner, fx.ttl);
+        else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
+        else pending = store.release(fx.key, fx.owner);
+      } catch (error) {
+        this.failed(fx.request, error);
+        return;
+      }
+      Promise.resolve(pending).then(
+        (value) => this.answer(fx, value),
+        (error) => this.failed(fx.request, error),
+      );
+    }
+
+    answer(fx, value) {
+      const engine = this.engine;
+      if (fx.method === 'acquire') {
+        if (value === undefined || value === null) return this.call(() => engine.answerAcquire(fx.request, undefined));
+        const token = typeof value === 'object' ? value.fencingToken : undefined;
+        if (Number.isSafeInteger(token) && token >= 0) return this.call(() => engine.answerAcquire(fx.request, token));
+        const got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
+        return this.call(() =>
+          engine.answerFailed(
+            fx.request,
+            `acquire must resolve to { fencingToken: <non-negative safe integer> } or undefined, got ${got}`,
+          ),
+        );
+      }
+      if (fx.method === 'renew') {
+        if (typeof value === 'boolean') return this.call(() => engine.answerRenew(fx.request, value));
+        return this.call(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
+      }
+      return this.call(() => engine.answerRelease(fx.request));
+    }
+
+    failed(request, error) {
+      this.thrown.set(request, error);
+      try {
+        this.call(() => this.engine.answerFailed(request, undefined));
+      } finally {
+        if (!this.draining) this.thrown.delete(request);
+      }
+    }
+
+    watch(fx) {
+      const name = `${fx.store}\u0000${fx.key}`;
+      if (!fx.watch) {
+        const stop = this.watchers.get(name);
+        this.watchers.delete(name);
+        try {
+          if (typeof stop === 'function') stop();
+        } catch {
+          // A store that fails to unsubscribe costs a wasted wake-up, nothing more.
+        }
+        return;
+      }
+      const store = this.stores.get(fx.store);
+      const key = fx.key;
+      const wake = () => this.call(() => this.engine.released(ANNOUNCING, fx.store, key));
+      try {
+        this.watchers.set(name, store.subscribe(key, wake));
+      } catch {
+        // Without announcements the waiters poll, as for any other store.
+      }
+    }
+  }
+
+  const systemHost = { instance: undefined };
+  function systemEngineHost() {
+    if (!systemHost.instance) systemHost.instance = new EngineHost(false, 0);
+    return systemHost.instance;
+  }
+
+  function hostOf(timeProvider, arg) {
+    if (timeProvider === undefined) return systemEngineHost();
+    if (timeProvider instanceof FakeTimeProvider) return timeProvider[HOST];
+    throw new TypeError(`${arg} must be a FakeTimeProvider or undefined (the system clock), got ${describe(timeProvider)}`);
+  }
+
+  // ---- time ---------------------------------------------------------------------------
+
+  /** A clock that moves only when told to; every engine timer on it (polls, renewals, expiries) runs as it moves. */
+  class FakeTimeProvider {
+    constructor(start = 0) {
+      if (typeof start !== 'number' || !Number.isFinite(start) || start < 0) {
+        throw new RangeError(`start must be a non-negative finite number of milliseconds, got ${describe(start)}`);
+      }
+      this[HOST] = new EngineHost(true, start);
+    }
+
+    /** The fake time, in milliseconds. */
+    now() {
+      return this[HOST].engine.now();
+    }
+
+    /** Moves time forward by `ms`, running every due timer at its own instant, in order. */
+    advance(ms) {
+      if (typeof ms !== 'number') throw new TypeError(`ms must be a number of milliseconds, got ${describe(ms)}`);
+      if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`ms must be a non-negative finite number, got ${describe(ms)}`);
+      const host = this[HOST];
+      host.call(() => host.engine.advance(ms));
+    }
+  }
+
+  // ---- the memory store ---------------------------------------------------------------
+
+  function checkKey(key, arg = 'key') {
+    if (typeof key !== 'string') throw new TypeError(`${arg} must be a non-empty string, got ${describe(key)}`);
+    if (key.length === 0) throw new TypeError(`${arg} must be a non-empty string, got ''`);
+  }
+
+  function checkTtlMs(ttlMs) {
+    if (typeof ttlMs !== 'number') throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(ttlMs)}`);
+    if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive finite number, got ${describe(ttlMs)}`);
+    return checkDuration(ttlMs, 'ttlMs', { infiniteOk: false });
+  }
+
+  /** The in-process store, native to the engine: FIFO wake-up, monotonic tokens, bounded memory. */
+  class MemoryLockStore {
+    constructor(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`options must be an object, got ${describe(options)}`);
+      }
+      const host = hostOf(options.timeProvider, 'timeProvider');
+      this[HOST] = host;
+      this[STORE_ID] = host.engine.createMemoryStore();
+    }
+
+    static [HOST](host, id) {
+      const store = Object.create(MemoryLockStore.prototype);
+      store[HOST] = host;
+      store[STORE_ID] = id;
+      return store;
+    }
+
+    /** Keys held or waited for. */
+    get size() {
+      return this[HOST].engine.memSize(this[STORE_ID]);
+    }
+
+    async acquire(key, owner, ttlMs) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const ttl = checkTtlMs(ttlMs);
+      const token = this[HOST].engine.memAcquire(this[STORE_ID], key, owner, ttl);
+      return token === null || token === undefined ? undefined : { fencingToken: token };
+    }
+
+    async renew(key, owner, ttlMs) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const ttl = checkTtlMs(ttlMs);
+      return this[HOST].engine.memRenew(this[STORE_ID], key, owner, ttl);
+    }
+
+    /** Ends `owner`'s lease; true when it held a live one. Wakes the first waiter. */
+    async release(key, owner) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const host = this[HOST];
+      return (host.call(() => host.engine.memRelease(this[STORE_ID], key, owner)) & 1) === 1;
+    }
+
+    /** Whether `key` has a live lease. Advisory: it may change right after. */
+    async isLocked(key) {
+      checkKey(key);
+      return this[HOST].engine.memTtl(this[STORE_ID], key) != null;
+    }
+
+    /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
+    async ttl(key) {
+      checkKey(key);
+      return this[HOST].engine.memTtl(this[STORE_ID], key) ?? undefined;
+    }
+  }
+
+  // ---- executions -----------------------------------------------------------------------
+
+  class ResilienceContext {
+    constructor(rec, operationKey, properties) {
+      this.operationKey = operationKey;
+      this.properties = properties;
+      this._rec = rec;
+      this._controller = undefined;
+    }
+
+    /** Aborted when the caller cancels or the lease is lost. Created on first read. */
+    get signal() {
+      const rec = this._rec;
+      if (!this._controller) {
+        this._controller = new AbortController();
+        if (rec.abortReason !== undefined) this._controller.abort(rec.abortReason);
+      }
+      return this._controller.signal;
+    }
+
+    abort(reason) {
+      if (this._rec.abortReason !== undefined) return;
+      this._rec.abortReason = reason;
+      if (this._controller) this._controller.abort(reason);
+    }
+  }
+
+  class Execution {
+    constructor(host, pipeline, id, callback, context, locks, keys) {
+      this.host = host;
+      this.pipeline = pipeline;
+      this.id = id;
+      this.callback = callback;
+      this.context = context;
+      this.locks = locks;
+      this.keys = keys;
+      this.abortReason = undefined;
+      this.lostLayer = -1;
+      this.running = false;
+      this.value = undefined;
+      this.error = undefined;
+      this.resolve = undefined;
+      this.reject = undefined;
+      this.callerSignal = undefined;
+      this.onCallerAbort = undefined;
+    }
+
+    /** Every lock is held: run the callback under its token; resolve via `finish`. */
+    run() {
+      this.running = true;
+      const token = this.host.engine.token(this.id);
+      this.context.properties.set(LOCK_TOKEN, token ?? undefined);
+      let result;
+      const previous = syncContext;
+      syncContext = this.context;
+      try {
+        result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+      } catch (error) {
+        syncContext = previous;
+        return this.finish(false, error);
+      }
+      syncContext = previous;
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+        return Promise.resolve(result).then(
+          (value) => this.finish(true, value),
+          (error) => this.finish(false, error),
+        );
+      }
+      return this.finish(true, result);
+    }
+
+    finish(ok, valueOrError) {
+      const host = this.host;
+      if (ok) this.value = valueOrError;
+      else this.error = valueOrError;
+      let status;
+      try {
+        status = host.call(() => host.engine.finish(this.id, ok));
+      } catch (error) {
+        return this.fail(error);
+      }
+      switch (status) {
+        case SETTLED_VALUE:
+          return this.done(true, this.value);
+        case SETTLED_CALLBACK_ERROR:
+          return this.done(false, this.error);
+        case SETTLED_LOST:
+          return this.done(false, this.lostError(this.error));
+        default:
+          return undefined; // a `settled` effect follows once the store answers
+      }
+    }
+
+    lostError(cause) {
+      const key = this.keys[Math.max(0, this.lostLayer)];
+      return new LockLostError(key, undefined, { cause });
+    }
+
+    lost(layer) {
+      if (this.lostLayer < 0) this.lostLayer = layer;
+      const key = this.keys[layer];
+      this.context.abort(new LockLostError(key));
+      const onLockLost = this.locks[layer].onLockLost;
+      if (onLockLost) {
+        try {
+          const result = onLockLost({ context: this.context, key });
+          if (result && typeof result.then === 'function') result.then(undefined, () => {});
+        } catch {
+          // A throwing onLockLost must not break the engine; the loss is already signalled.
+        }
+      }
+    }
+
+    settled(fx) {
+      if (fx.outcome === 'value') return this.done(true, this.value);
+      if (fx.outcome === 'callbackError') return this.done(false, this.error);
+      return this.done(false, this.errorFrom(fx));
+    }
+
+    errorFrom(fx) {
+      switch (fx.code) {
+        case 'LOCK_NOT_ACQUIRED':
+          return new LockNotAcquiredError(fx.key, fx.message);
+        case 'LOCK_LOST':
+          return this.running ? this.lostError(this.error) : new LockLostError(fx.key, fx.message);
+        case 'LOCK_STORE_FAILED': {
+          const options = fx.cause ? { cause: this.host.thrown.get(fx.cause) } : undefined;
+          return new LockStoreError(fx.key, fx.method, fx.message, options);
+        }
+        case 'ABORT_ERR':
+          return this.callerSignal?.reason ?? new Error('the operation was aborted');
+        default:
+          return fromEngine(fx);
+      }
+    }
+
+    fail(error) {
+      return this.done(false, error);
+    }
+
+    done(ok, valueOrError) {
+      this.host.execs.delete(this.id);
+      if (this.callerSignal) this.callerSignal.removeEventListener('abort', this.onCallerAbort);
+      if (ok) this.resolve(valueOrError);
+      else this.reject(valueOrError);
+    }
+
+    event(fx, thrown) {
+      const telemetry = this.pipeline.telemetry;
+      const lock = this.locks[fx.layer];
+      const event = { type: fx.outcome, key: this.keys[fx.layer], name: lock.name, operationKey: this.context.operationKey };
+      if (fx.outcome === 'acquired' || fx.outcome === 'rejected') event.waitedMs = fx.waited;
+      if (fx.outcome === 'acquired' || fx.outcome === 'renewed') event.fencingToken = fx.token;
+      if (fx.outcome === 'renewalFailed' || fx.outcome === 'releaseFailed') {
+        event.error = thrown ?? new LockStoreError(event.key, fx.outcome === 'renewalFailed' ? 'renew' : 'release', fx.message);
+      }
+      try {
+        telemetry(event);
+      } catch {
+        // Telemetry never breaks a lock.
+      }
+    }
+  }
+
+  // ---- pipelines --------------------------------------------------------------------
+
+  const DEFAULT_TTL = 30_000;
+
+  function normaliseLock(options, host) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
+    }
+    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name } = options;
+    if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
+      throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
+    }
+    if (key === '') throw new TypeError("key must be a non-empty string, got ''");
+    const ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });
+    if (ttlMs <= 0) throw new RangeError(`ttl must be positive, got ${describe(ttl)}`);
+    const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
+    if (onLockLost !== undefined && typeof onLockLost !== 'function') {
+      throw new TypeError(`onLockLost must be a function, got ${describe(onLockLost)}`);
+    }
+    if (name !== undefined && typeof name !== 'string') throw new TypeError(`name must be a string, got ${describe(name)}`);
+    let target = host.defaultStore;
+    if (store !== undefined) {
+      const methods = ['acquire', 'renew', 'release'];
+      if (store === null || typeof store !== 'object' || methods.some((m) => typeof store[m] !== 'function')) {
+        throw new TypeError(`store must be a LockStore with acquire, renew and release methods, got ${describe(store)}`);
+      }
+      target = store;
+    }
+    const { kind, id } = host.registerStore(target);
+    return { key, ttlMs, waitMs, kind, id, onLockLost, name: name ?? 'lock' };
+  }
+
+  function resolveKey(lock, context) {
+    let key = lock.key;
+    if (typeof key === 'function') key = key(context);
+    else if (key === undefined) key = context.operationKey;
+    if (key === undefined && lock.key === undefined) {
+      throw new TypeError('key is missing: pass addLock({ key }) or execute(cb, { operationKey })');
+    }
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new TypeError(`key must resolve to a non-empty string, got ${describe(key)}`);
+    }
+    return key;
+  }
+
+  class ResiliencePipeline {
+    constructor(host, locks, telemetry) {
+      this.host = host;
+      this.locks = locks;
+      this.telemetry = telemetry;
+      this.options = telemetry ? 3 : 1;
+    }
+
+    /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
+    execute(callback, options) {
+      return new Promise((resolve, reject) => {
+        try {
+          this.begin(callback, options, resolve, reject);
+        } catch (error) {
+          reject(error);
+        }
+      });
+    }
+
+    /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
+    settle(callback, options) {
+      return this.execute(callback, options).then(
+        (value) => ({ ok: true, value }),
+        (error) => ({ ok: false, error }),
+      );
+    }
+
+    begin(callback, options, resolve, reject) {
+      if (typeof callback !== 'function') throw new TypeError(`callback must be a function, got ${describe(callback)}`);
+      if (options !== undefined && (options === null || typeof options !== 'object')) {
+        throw new TypeError(`execute options must be an object, got ${describe(options)}`);
+      }
+      const operationKey = options?.operationKey;
+      if (operationKey !== undefined && typeof operationKey !== 'string') {
+        throw new TypeError(`operationKey must be a string, got ${describe(operationKey)}`);
+      }
+      const signal = options?.signal;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+      }
+      if (signal?.aborted) throw signal.reason;
+      const host = this.host;
+      const properties = new Map();
+      const id = host.newExecId();
+      const locks = this.locks;
+      const context = new ResilienceContext(undefined, operationKey, properties);
+      const keys = locks.map((lock) => resolveKey(lock, context));
+      const rec = new Execution(host, this, id, callback, context, locks, keys);
+      context._rec = rec;
+      rec.resolve = resolve;
+      rec.reject = reject;
+      if (signal) {
+        rec.callerSignal = signal;
+        rec.onCallerAbort = () => {
+          if (rec.running) context.abort(signal.reason);
+          else host.call(() => host.engine.cancel(id));
+        };
+        signal.addEventListener('abort', rec.onCallerAbort, { once: true });
+      }
+      host.execs.set(id, rec);
+      const engine = host.engine;
+      const last = locks.length - 1;
+      let status;
+      try {
+        for (let i = 0; i < last; i++) {
+          const l = locks[i];
+          engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+        }
+        const l = locks[last];
+        status = engine.start(id, this.options, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
+      } catch (error) {
+        host.execs.delete(id);
+        if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
+        throw fromEngine(error);
+      }
+      if (host.status(status) === RUNNING) rec.run();
+    }
+  }
+
+  class ResiliencePipelineBuilder {
+    constructor(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`builder options must be an object, got ${describe(options)}`);
+      }
+      const { timeProvider, telemetry } = options;
+      this.host = hostOf(timeProvider, 'timeProvider');
+      if (telemetry !== undefined && typeof telemetry !== 'function') {
+        throw new TypeError(`telemetry must be a function (event) => void, got ${describe(telemetry)}`);
+      }
+      this.telemetry = telemetry;
+      this.locks = [];
+    }
+
+    /** Adds a lock; the first added is outermost. Throws for bad options, never later. */
+    addLock(options) {
+      this.locks.push(normaliseLock(options, this.host));
+      return this;
+    }
+
+    build() {
+      if (this.locks.length === 0) throw new TypeError('a pipeline needs at least one addLock() before build()');
+      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry);
+    }
+  }
+
+  /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
+  function getLockToken(context) {
+    if (context !== undefined) {
+      if (context === null || typeof context !== 'object' || !(context.properties instanceof Map)) {
+        throw new TypeError(`context must be an execution context, got ${describe(context)}`);
+      }
+      return context.properties.get(LOCK_TOKEN);
+    }
+    const current = ambient ? (ambient.getStore() ?? syncContext) : syncContext;
+    return current?.properties.get(LOCK_TOKEN);
+  }
+
+  return {
+    engine: engineName,
+    ResiliencePipelineBuilder,
+    ResiliencePipeline,
+    MemoryLockStore,
+    FakeTimeProvider,
+    LockNotAcquiredError,
+    LockLostError,
+    LockStoreError,
+    isRejection,
+    getLockToken,
+    LOCK_TOKEN,
+  };
+}
+
+module.exports = { createApi };

@@ -1,0 +1,26 @@
+'use strict';
+// `require('leasehold')` on Node and Bun: the native addon where a prebuilt binary for
+// this platform loads, the wasm module otherwise. LEASEHOLD_ENGINE=wasm (or =native)
+// forces a choice; `engine` says which one runs.
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { createApi } = require('./host.cjs');
+
+function pickEngine() {
+  const wanted = process.env.LEASEHOLD_ENGINE;
+  if (wanted !== undefined && wanted !== '' && wanted !== 'native' && wanted !== 'wasm') {
+    throw new TypeError(`LEASEHOLD_ENGINE must be 'native' or 'wasm', got '${wanted}'`);
+  }
+  if (wanted !== 'wasm') {
+    try {
+      return { engine: 'native', binding: require('./native.cjs').load() };
+    } catch (error) {
+      if (wanted === 'native') {
+        throw new Error('LEASEHOLD_ENGINE=native, but the native addon did not load', { cause: error });
+      }
+    }
+  }
+  return { engine: 'wasm', binding: require('./wasm-node.cjs').load() };
+}
+
+const { engine, binding } = pickEngine();
+module.exports = createApi(binding, { engine, AsyncLocalStorage });

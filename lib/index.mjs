@@ -1,0 +1,18 @@
+// ESM entry for Node and Bun: the same instance as the CommonJS entry, so both share
+// one engine, one default store and one set of error classes.
+import api from './index.cjs';
+
+export const {
+  engine,
+  ResiliencePipelineBuilder,
+  ResiliencePipeline,
+  MemoryLockStore,
+  FakeTimeProvider,
+  LockNotAcquiredError,
+  LockLostError,
+  LockStoreError,
+  isRejection,
+  getLockToken,
+  LOCK_TOKEN,
+} = api;
+export default api;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the engines in release mode: the native addon into dist/, and (when its
+# toolchain is installed) the wasm module into dist/wasm/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p dist
+
+cargo build --release -p leasehold-node --quiet
+addon=$(node -e 'console.log(require("./lib/native.cjs").addonFile())')
+cp target/release/libleasehold_node.so "dist/$addon"
+echo "[build] dist/$addon"
+
+if [ -f scripts/build-wasm.sh ]; then
+  bash scripts/build-wasm.sh
+fi
