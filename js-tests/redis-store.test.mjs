@@ -1,0 +1,749 @@
+// RedisLockStore against real Redis servers (standalone and a 3-master cluster), through
+// both ioredis and node-redis. Nothing is mocked. Run: node --test js-tests/redis-store.test.mjs
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
+import { createClient, createCluster } from 'redis';
+import { RedisLockStore } from '../lib/redis.mjs';
+import {
+  call,
+  commandStats,
+  freePort,
+  startRedisCluster,
+  startRedisServer,
+  waitFor,
+} from './support/redis.mjs';
+
+// ---------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Rejects when `promise` has not settled after `ms`: every wait in this file is bounded. */
+async function within(ms, what, promise) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let serial = 0;
+const uniqueKey = (name) => `${name}-${++serial}`;
+
+/** The store's Redis name for a plain key (no `%`, `{`, `}`, lone surrogates). */
+const leaseName = (prefix, key) => `${prefix}:{${key}}`;
+
+/** Subscribers (summed over `ports`) on channels matching `pattern`. */
+async function subscriberCount(ports, pattern) {
+  let n = 0;
+  for (const port of ports) {
+    const channels = await call(port, ['PUBSUB', 'CHANNELS', pattern]);
+    if (channels.length === 0) continue;
+    const reply = await call(port, ['PUBSUB', 'NUMSUB', ...channels]);
+    for (let i = 1; i < reply.length; i += 2) n += reply[i];
+  }
+  return n;
+}
+
+async function pubsubConnections(port) {
+  const list = await call(port, ['CLIENT', 'LIST', 'TYPE', 'pubsub']);
+  return list.split('\n').filter((l) => l.trim() !== '').length;
+}
+
+const noop = () => {};
+
+// Keys that a naive `{${key}}` tag would break or make collide.
+const AWKWARD_KEYS = [
+  'a',
+  'a}',
+  '{a}',
+  '{a',
+  'a{',
+  '}a',
+  '}',
+  '{',
+  '{}',
+  '%',
+  '%7D',
+  'a%7D',
+  '%25',
+  '%u',
+  '*',
+  'a*',
+  '?[]',
+  'a b',
+  ' ',
+  'a\nb',
+  'a\r\nb',
+  '\n',
+  '\t',
+  '\u0000',
+  'lock:{a}',
+  ':token',
+  'a}:token',
+  '🔒',
+  '🔒}{',
+  'ключ',
+  '鍵',
+  'e\u0301',
+  '\u00e9',
+  '\uD800', // lone surrogates: every client sends both as the bytes of U+FFFD
+  '\uDC00',
+  '\uD83D',
+];
+
+// ---------------------------------------------------------------------------------
+// clients
+// ---------------------------------------------------------------------------------
+
+const KINDS = [
+  {
+    name: 'ioredis',
+    async connect(port) {
+      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    async connectCluster(nodes) {
+      const client = new Redis.Cluster(nodes, { lazyConnect: true });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    /** A client for a port where nothing listens, set up to fail fast. */
+    async unreachable(port) {
+      const client = new Redis({
+        host: '127.0.0.1',
+        port,
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        connectTimeout: 300,
+        retryStrategy: () => null,
+      });
+      client.on('error', noop);
+      return client;
+    },
+    async close(client) {
+      client.disconnect();
+    },
+  },
+  {
+    name: 'node-redis',
+    async connect(port) {
+      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    async connectCluster(nodes) {
+      const client = createCluster({ rootNodes: nodes.map((n) => ({ socket: n })) });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    async unreachable(port) {
+      const client = createClient({
+        socket: { host: '127.0.0.1', port, connectTimeout: 300, reconnectStrategy: false },
+        disableOfflineQueue: true,
+      });
+      client.on('error', noop);
+      await assert.rejects(client.connect(), /ECONNREFUSED/);
+      return client;
+    },
+    async close(client) {
+      try {
+        client.destroy();
+      } catch {
+        // already closed
+      }
+    },
+  },
+];
+
+// ---------------------------------------------------------------------------------
+// constructor (no server needed)
+// ---------------------------------------------------------------------------------
+
+describe('RedisLockStore constructor', () => {
+  test('rejects a missing or unrecognisable client and a bad prefix, naming them', () => {
+    const client = new Redis({ lazyConnect: true });
+    try {
+      assert.throws(() => new RedisLockStore(), { name: 'TypeError', message: /options/ });
+      assert.throws(() => new RedisLockStore({}), { name: 'TypeError', message: /client/ });
+      assert.throws(() => new RedisLockStore({ client: null }), { name: 'TypeError', message: /client/ });
+      assert.throws(() => new RedisLockStore({ client: {} }), { name: 'TypeError', message: /client/ });
+      assert.throws(() => new RedisLockStore({ client: { get() {}, set() {} } }), { name: 'TypeError', message: /client/ });
+      assert.throws(() => new RedisLockStore({ client, prefix: '' }), { name: 'TypeError', message: /prefix/ });
+      assert.throws(() => new RedisLockStore({ client, prefix: 7 }), { name: 'TypeError', message: /prefix/ });
+      assert.throws(() => new RedisLockStore({ client, prefix: 'a{b' }), { name: 'TypeError', message: /prefix/ });
+      assert.throws(() => new RedisLockStore({ client, prefix: 'a}' }), { name: 'TypeError', message: /prefix/ });
+      assert.equal(new RedisLockStore({ client }).prefix, 'lock');
+      assert.equal(new RedisLockStore({ client: createClient(), prefix: 'p' }).prefix, 'p');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('the CommonJS and ESM entries export the same class', async () => {
+    const { createRequire } = await import('node:module');
+    const require = createRequire(import.meta.url);
+    assert.equal(require('../lib/redis.cjs').RedisLockStore, RedisLockStore);
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// standalone server
+// ---------------------------------------------------------------------------------
+
+describe('standalone Redis', () => {
+  let server;
+  before(async () => {
+    server = await startRedisServer();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  for (const kind of KINDS) {
+    describe(`through ${kind.name}`, () => {
+      const prefix = `t-${kind.name}`;
+      const clients = [];
+      const stores = [];
+      let client;
+      let store;
+
+      async function newClient() {
+        const c = await kind.connect(server.port);
+        clients.push(c);
+        return c;
+      }
+      function newStore(options) {
+        const s = new RedisLockStore(options);
+        stores.push(s);
+        return s;
+      }
+
+      before(async () => {
+        client = await newClient();
+        store = newStore({ client, prefix });
+      });
+      after(async () => {
+        await Promise.allSettled(stores.map((s) => s.close()));
+        await Promise.allSettled(clients.map((c) => kind.close(c)));
+      });
+
+      test('acquire, held, renew, release, with owner checks', async () => {
+        const key = uniqueKey('basic');
+        const lease = await store.acquire(key, 'A', 10_000);
+        assert.ok(lease, 'a free key is acquired');
+        assert.ok(Number.isSafeInteger(lease.fencingToken) && lease.fencingToken > 0, `token ${lease.fencingToken}`);
+        assert.deepEqual(Object.keys(lease), ['fencingToken']);
+
+        assert.equal(await store.acquire(key, 'B', 10_000), undefined, 'held: another owner');
+        assert.equal(await store.acquire(key, 'A', 10_000), undefined, 'held: the same owner (not reentrant)');
+        assert.equal(await store.isLocked(key), true);
+        const left = await store.ttl(key);
+        assert.ok(left > 9_000 && left <= 10_000, `ttl ${left}`);
+
+        assert.equal(await store.renew(key, 'B', 10_000), false, 'renew by another owner');
+        assert.equal(await store.renew(key, 'A', 60_000), true, 'renew by the owner');
+        const renewed = await store.ttl(key);
+        assert.ok(renewed > 50_000 && renewed <= 60_000, `renewed ttl ${renewed}`);
+
+        assert.equal(await store.release(key, 'B'), false, 'release by another owner');
+        assert.equal(await store.isLocked(key), true, "another owner's release leaves the lease alone");
+        assert.equal(await store.release(key, 'A'), true, 'release by the owner');
+        assert.equal(await store.isLocked(key), false);
+        assert.equal(await store.ttl(key), undefined);
+        assert.equal(await store.release(key, 'A'), false, 'a second release');
+        assert.equal(await store.renew(key, 'A', 10_000), false, 'renew after release');
+        assert.equal(await store.isLocked(key), false, 'renew after release does not resurrect the lease');
+
+        const again = await store.acquire(key, 'B', 10_000);
+        assert.ok(again.fencingToken > lease.fencingToken, 'the next holder gets a larger token');
+        assert.equal(await store.release(key, 'B'), true);
+      });
+
+      test('keys are independent, and so are stores with different prefixes', async () => {
+        const k1 = uniqueKey('indep');
+        const k2 = uniqueKey('indep');
+        const other = newStore({ client, prefix: `${prefix}-other` });
+        assert.ok(await store.acquire(k1, 'A', 10_000));
+        assert.ok(await store.acquire(k2, 'A', 10_000));
+        assert.ok(await other.acquire(k1, 'A', 10_000));
+        assert.equal(await store.release(k1, 'A'), true);
+        assert.equal(await store.isLocked(k2), true);
+        assert.equal(await other.isLocked(k1), true);
+        assert.equal(await store.release(k2, 'A'), true);
+        assert.equal(await other.release(k1, 'A'), true);
+      });
+
+      test('a lease expires after its ttl; then the old owner can neither renew nor release it', async () => {
+        const key = uniqueKey('expiry');
+        const first = await store.acquire(key, 'A', 80);
+        assert.ok(first);
+        const left = await store.ttl(key);
+        assert.ok(left > 0 && left <= 80, `ttl ${left}`);
+        assert.equal(await store.acquire(key, 'B', 80), undefined);
+        await waitFor('the lease to expire', async () => !(await store.isLocked(key)), { timeoutMs: 2000, intervalMs: 10 });
+        assert.equal(await store.ttl(key), undefined);
+        assert.equal(await store.renew(key, 'A', 10_000), false, 'renew after expiry');
+        assert.equal(await store.release(key, 'A'), false, 'release after expiry');
+        const second = await store.acquire(key, 'B', 10_000);
+        assert.ok(second, 'an expired lease can be taken');
+        assert.ok(second.fencingToken > first.fencingToken, 'token increases across expiry');
+        assert.equal(await store.release(key, 'A'), false, "the old owner cannot release the new holder's lease");
+        assert.equal(await store.release(key, 'B'), true);
+      });
+
+      test('renew keeps a short lease alive past its original ttl', async () => {
+        const key = uniqueKey('renew');
+        assert.ok(await store.acquire(key, 'A', 100));
+        const deadline = Date.now() + 300;
+        while (Date.now() < deadline) {
+          assert.equal(await store.renew(key, 'A', 100), true);
+          await sleep(25);
+        }
+        assert.equal(await store.isLocked(key), true);
+        assert.equal(await store.release(key, 'A'), true);
+      });
+
+      test('fencing tokens strictly increase per key across release, expiry and lost data', async () => {
+        const key = uniqueKey('tokens');
+        const tokens = [];
+        for (let i = 0; i < 25; i++) {
+          const lease = await store.acquire(key, `o${i}`, 10_000);
+          tokens.push(lease.fencingToken);
+          assert.equal(await store.release(key, `o${i}`), true);
+        }
+        const expiring = await store.acquire(key, 'x', 30);
+        tokens.push(expiring.fencingToken);
+        await waitFor('the lease to expire', async () => !(await store.isLocked(key)), { timeoutMs: 2000, intervalMs: 10 });
+        tokens.push((await store.acquire(key, 'y', 10_000)).fencingToken);
+        // Redis losing the token counter (FLUSHALL) must not send tokens backwards.
+        await call(server.port, ['FLUSHALL']);
+        tokens.push((await store.acquire(key, 'z', 10_000)).fencingToken);
+        for (let i = 1; i < tokens.length; i++) {
+          assert.ok(tokens[i] > tokens[i - 1], `token ${i}: ${tokens[i]} > ${tokens[i - 1]}`);
+        }
+        assert.ok(tokens.every(Number.isSafeInteger));
+        assert.equal(await store.release(key, 'z'), true);
+      });
+
+      test('the token key is not kept forever', async () => {
+        const key = uniqueKey('retention');
+        assert.ok(await store.acquire(key, 'A', 1000));
+        const tokenTtl = await call(server.port, ['PTTL', `${leaseName(prefix, key)}:token`]);
+        assert.ok(tokenTtl > 50_000 && tokenTtl <= 60_000, `token key pttl ${tokenTtl} (60 s floor)`);
+        assert.ok(await store.renew(key, 'A', 100_000));
+        assert.equal(await store.release(key, 'A'), true);
+        assert.ok(await store.acquire(key, 'A', 100_000));
+        const longer = await call(server.port, ['PTTL', `${leaseName(prefix, key)}:token`]);
+        assert.ok(longer > 900_000 && longer <= 1_000_000, `token key pttl ${longer} (10 x ttl)`);
+        assert.equal(await store.release(key, 'A'), true);
+      });
+
+      test('argument errors name the argument and never reach Redis', async () => {
+        const cases = [
+          [() => store.acquire('', 'o', 100), TypeError, /key/],
+          [() => store.acquire(5, 'o', 100), TypeError, /key/],
+          [() => store.acquire(undefined, 'o', 100), TypeError, /key/],
+          [() => store.acquire('k', '', 100), TypeError, /owner/],
+          [() => store.acquire('k', null, 100), TypeError, /owner/],
+          [() => store.acquire('k', 'o', '100'), TypeError, /ttlMs/],
+          [() => store.acquire('k', 'o', undefined), TypeError, /ttlMs/],
+          [() => store.acquire('k', 'o', 0), RangeError, /ttlMs/],
+          [() => store.acquire('k', 'o', -5), RangeError, /ttlMs/],
+          [() => store.acquire('k', 'o', 1.5), RangeError, /ttlMs/],
+          [() => store.acquire('k', 'o', NaN), RangeError, /ttlMs/],
+          [() => store.acquire('k', 'o', Infinity), RangeError, /ttlMs/],
+          [() => store.renew('', 'o', 100), TypeError, /key/],
+          [() => store.renew('k', '', 100), TypeError, /owner/],
+          [() => store.renew('k', 'o', 0), RangeError, /ttlMs/],
+          [() => store.release('', 'o'), TypeError, /key/],
+          [() => store.release('k', 7), TypeError, /owner/],
+          [() => store.isLocked(''), TypeError, /key/],
+          [() => store.ttl(null), TypeError, /key/],
+        ];
+        for (const [fn, type, message] of cases) {
+          await assert.rejects(fn, (err) => err instanceof type && message.test(err.message), String(fn));
+        }
+        assert.throws(() => store.subscribe('', noop), { name: 'TypeError', message: /key/ });
+        assert.throws(() => store.subscribe('k', 'not a function'), { name: 'TypeError', message: /onReleased/ });
+        assert.equal(await call(server.port, ['EXISTS', leaseName(prefix, 'k')]), 0);
+      });
+
+      test('keys with braces, globs, spaces, newlines and any Unicode lock independently', async () => {
+        const p = `${prefix}-awkward`;
+        const s = newStore({ client, prefix: p });
+        const leases = [];
+        for (const [i, key] of AWKWARD_KEYS.entries()) {
+          const lease = await s.acquire(key, `owner-${i}`, 10_000);
+          assert.ok(lease, `acquire ${JSON.stringify(key)}: no other key may share its lease`);
+          leases.push(lease);
+        }
+        // one lease and one token name per key, nothing shared
+        const names = await call(server.port, ['KEYS', `${p}:*`]);
+        assert.equal(names.length, 2 * AWKWARD_KEYS.length, 'two Redis names per key');
+        for (const name of names) {
+          // exactly one hash tag, opened right after the prefix and never closed early
+          assert.match(name, /^[^{}]*:\{[^{}]+\}(:token)?$/su, `name ${JSON.stringify(name)}`);
+        }
+        for (const [i, key] of AWKWARD_KEYS.entries()) {
+          assert.equal(await s.isLocked(key), true, JSON.stringify(key));
+          assert.equal(await s.renew(key, `owner-${i}`, 10_000), true, JSON.stringify(key));
+          assert.equal(await s.release(key, `owner-${(i + 1) % AWKWARD_KEYS.length}`), false, JSON.stringify(key));
+        }
+        for (const [i, key] of AWKWARD_KEYS.entries()) {
+          assert.equal(await s.release(key, `owner-${i}`), true, JSON.stringify(key));
+          for (const other of AWKWARD_KEYS.slice(i + 1)) {
+            assert.equal(await s.isLocked(other), true, `releasing ${JSON.stringify(key)} left ${JSON.stringify(other)} alone`);
+          }
+        }
+      });
+
+      test('one EVALSHA round trip per acquire, renew and release, and no other command', async () => {
+        const s = newStore({ client, prefix: `${prefix}-rtt` });
+        const key = uniqueKey('rtt');
+        // warm the script cache, then count
+        assert.ok(await s.acquire(key, 'w', 10_000));
+        assert.ok(await s.release(key, 'w'));
+        const N = 20;
+        await call(server.port, ['CONFIG', 'RESETSTAT']);
+        for (let i = 0; i < N; i++) {
+          assert.ok(await s.acquire(key, `o${i}`, 10_000));
+          assert.equal(await s.renew(key, `o${i}`, 10_000), true);
+          assert.equal(await s.release(key, `o${i}`), true);
+        }
+        const stats = await commandStats(server.port);
+        const calls = {};
+        for (const [cmd, st] of Object.entries(stats)) {
+          if (cmd.startsWith('config') || cmd === 'info') continue; // this test's own
+          calls[cmd] = st.calls;
+        }
+        // Top level: EVALSHA only. The rest run inside the scripts (Redis counts those
+        // too): acquire EXISTS, TIME, GET, SET, SET; renew GET, PEXPIRE; release GET,
+        // DEL, PUBLISH. Any GET/SET sent by the store itself would show up here.
+        assert.deepEqual(calls, {
+          evalsha: 3 * N,
+          exists: N,
+          time: N,
+          get: 3 * N,
+          set: 2 * N,
+          pexpire: N,
+          del: N,
+          publish: N,
+        });
+        assert.equal(stats.evalsha.failed_calls, 0);
+      });
+
+      test('NOSCRIPT: after SCRIPT FLUSH every operation still works, with one EVAL per script', async () => {
+        const s = newStore({ client, prefix: `${prefix}-noscript` });
+        const key = uniqueKey('noscript');
+        assert.ok(await s.acquire(key, 'w', 10_000)); // cached on the server
+        await call(server.port, ['SCRIPT', 'FLUSH']);
+        await call(server.port, ['CONFIG', 'RESETSTAT']);
+        const N = 5;
+        assert.equal(await s.renew(key, 'w', 10_000), true);
+        assert.equal(await s.release(key, 'w'), true);
+        for (let i = 0; i < N; i++) {
+          assert.ok(await s.acquire(key, `o${i}`, 10_000));
+          assert.equal(await s.renew(key, `o${i}`, 10_000), true);
+          assert.equal(await s.release(key, `o${i}`), true);
+        }
+        const stats = await commandStats(server.port);
+        assert.equal(stats.evalsha.calls, 3 * N + 2);
+        assert.equal(stats.evalsha.failed_calls, 3, 'one NOSCRIPT per script');
+        assert.equal(stats.eval.calls, 3, 'one EVAL per script, which caches it');
+        assert.equal(stats.eval.failed_calls, 0);
+        assert.equal(stats.script, undefined, 'no SCRIPT LOAD/EXISTS round trips');
+      });
+
+      test('Redis errors reject unchanged, never as false or undefined', async () => {
+        const key = uniqueKey('wrongtype');
+        await call(server.port, ['HSET', leaseName(prefix, key), 'f', 'v']);
+        await assert.rejects(store.renew(key, 'A', 1000), (err) => /WRONGTYPE/.test(err.message) && !(err instanceof TypeError));
+        await assert.rejects(store.release(key, 'A'), /WRONGTYPE/);
+        assert.equal(await store.acquire(key, 'A', 1000), undefined, 'a name in use is held');
+        assert.equal(await store.isLocked(key), true);
+        assert.equal(await store.ttl(key), Infinity, 'a foreign name without expiry');
+        await call(server.port, ['DEL', leaseName(prefix, key)]);
+      });
+
+      test('a client with no server behind it rejects acquire with its own error, quickly', async () => {
+        const dead = await kind.unreachable(await freePort());
+        try {
+          const s = new RedisLockStore({ client: dead });
+          const started = Date.now();
+          const err = await within(2000, 'acquire against no server', s.acquire('k', 'o', 1000).then(
+            (v) => assert.fail(`acquire resolved ${JSON.stringify(v)}`),
+            (e) => e,
+          ));
+          assert.ok(err instanceof Error, String(err));
+          assert.ok(!(err instanceof TypeError) && !(err instanceof RangeError), `${err.name}: ${err.message}`);
+          assert.match(err.message, /writeable|closed|ECONNREFUSED|connect/i);
+          assert.ok(Date.now() - started < 2000);
+          await assert.rejects(s.renew('k', 'o', 1000), (e) => e instanceof Error && !(e instanceof TypeError));
+          await assert.rejects(s.release('k', 'o'), (e) => e instanceof Error && !(e instanceof TypeError));
+          // subscribe never throws, even without a server
+          const off = s.subscribe('k', noop);
+          assert.equal(typeof off, 'function');
+          off();
+          await within(2000, 'close without a server', s.close());
+        } finally {
+          await kind.close(dead);
+        }
+      });
+
+      describe('release announcements', () => {
+        let publisher; // another connection, as another process would have
+        before(async () => {
+          publisher = newStore({ client: await newClient(), prefix: `${prefix}-sub` });
+        });
+
+        test('a release by another client reaches the listener; unsubscribe stops it', async () => {
+          const sub = newStore({ client: await newClient(), prefix: `${prefix}-sub` });
+          const pattern = `${prefix}-sub:*`;
+          const key = 'a}\n{b 🔒 *';
+          const fired = deferred();
+          let calls = 0;
+          const off = sub.subscribe(key, () => {
+            calls++;
+            fired.resolve();
+          });
+          await waitFor('the subscription', async () => (await subscriberCount([server.port], pattern)) === 1, { timeoutMs: 2000 });
+
+          assert.ok(await publisher.acquire(key, 'P', 10_000));
+          assert.equal(await publisher.release(key, 'nobody'), false);
+          assert.equal(await publisher.release(key, 'P'), true);
+          await within(2000, 'the release announcement', fired.promise);
+          assert.equal(calls, 1, 'one call per release; a refused release announces nothing');
+
+          off();
+          off(); // idempotent
+          await waitFor('the unsubscription', async () => (await subscriberCount([server.port], pattern)) === 0, { timeoutMs: 2000 });
+          await sub.close();
+        });
+
+        test('listeners are reference counted per key; a throwing listener harms no one', async () => {
+          const sub = newStore({ client: await newClient(), prefix: `${prefix}-sub` });
+          const pattern = `${prefix}-sub:*`;
+          const key = uniqueKey('refcount');
+          const second = deferred();
+          let firstCalls = 0;
+          const offThrowing = sub.subscribe(key, () => {
+            throw new Error('listener failure');
+          });
+          const offFirst = sub.subscribe(key, () => {
+            firstCalls++;
+          });
+          const offSecond = sub.subscribe(key, () => second.resolve());
+          const offOther = sub.subscribe(uniqueKey('other'), noop);
+          await waitFor('two channels', async () => (await subscriberCount([server.port], pattern)) === 2, { timeoutMs: 2000 });
+
+          offFirst();
+          offThrowing();
+          assert.ok(await publisher.acquire(key, 'P', 10_000));
+          assert.equal(await publisher.release(key, 'P'), true);
+          await within(2000, 'the release announcement', second.promise);
+          assert.equal(firstCalls, 0, 'a removed listener is not called');
+          assert.equal(await subscriberCount([server.port], pattern), 2, 'the channel stays while a listener remains');
+
+          offSecond();
+          await waitFor('one channel left', async () => (await subscriberCount([server.port], pattern)) === 1, { timeoutMs: 2000 });
+          offOther();
+          await waitFor('no channel left', async () => (await subscriberCount([server.port], pattern)) === 0, { timeoutMs: 2000 });
+          await sub.close();
+        });
+
+        test('close() closes the subscriber connection; the store keeps working', async () => {
+          const before = await pubsubConnections(server.port);
+          const sub = newStore({ client: await newClient(), prefix: `${prefix}-sub` });
+          const key = uniqueKey('close');
+          sub.subscribe(key, noop);
+          await waitFor('the subscriber connection', async () => (await pubsubConnections(server.port)) === before + 1, { timeoutMs: 2000 });
+          await sub.close();
+          await waitFor('the subscriber connection to close', async () => (await pubsubConnections(server.port)) === before, { timeoutMs: 2000 });
+          const off = sub.subscribe(key, noop);
+          assert.equal(typeof off, 'function', 'subscribe after close is a no-op');
+          off();
+          assert.ok(await sub.acquire(key, 'A', 1000));
+          assert.equal(await sub.release(key, 'A'), true);
+          await sub.close(); // idempotent
+          assert.equal(await pubsubConnections(server.port), before);
+        });
+      });
+
+      test('restart without persistence: the old lease is gone for its owner, new tokens are larger', async () => {
+        const key = uniqueKey('restart');
+        const busy = uniqueKey('restart-busy');
+        const tokens = [];
+        for (let i = 0; i < 10; i++) {
+          tokens.push((await store.acquire(busy, `b${i}`, 10_000)).fencingToken);
+          assert.ok(await store.release(busy, `b${i}`));
+        }
+        const held = await store.acquire(key, 'old', 30_000);
+        tokens.push(held.fencingToken);
+        const heldBusy = await store.acquire(busy, 'old', 30_000);
+        tokens.push(heldBusy.fencingToken);
+        // a subscriber whose connection the restart breaks: it must not crash the
+        // process (an 'error' event without a listener would), and its client
+        // resubscribes once reconnected
+        const sub = newStore({ client, prefix });
+        let announced = deferred();
+        sub.subscribe(key, () => announced.resolve());
+        const pattern = `${prefix}:*`;
+        await waitFor('the subscription', async () => (await subscriberCount([server.port], pattern)) === 1, { timeoutMs: 2000 });
+
+        await server.restart();
+        assert.equal(await call(server.port, ['DBSIZE']), 0, 'the restarted server has no data');
+        await waitFor(
+          'the client to reconnect',
+          async () => (await within(1000, 'isLocked', store.isLocked(key))) === false,
+          { timeoutMs: 10_000, intervalMs: 50 },
+        );
+
+        assert.equal(await store.renew(key, 'old', 30_000), false, 'the old owner has lost the lease');
+        assert.equal(await store.release(key, 'old'), false);
+        const maxBefore = Math.max(...tokens);
+        const next = await store.acquire(key, 'new', 30_000);
+        assert.ok(next.fencingToken > maxBefore, `${next.fencingToken} > ${maxBefore}`);
+        const nextBusy = await store.acquire(busy, 'new', 30_000);
+        assert.ok(nextBusy.fencingToken > maxBefore, `${nextBusy.fencingToken} > ${maxBefore}`);
+        assert.equal(await store.release(busy, 'new'), true);
+
+        await waitFor('the resubscription', async () => (await subscriberCount([server.port], pattern)) === 1, { timeoutMs: 5000 });
+        announced = deferred();
+        assert.equal(await store.release(key, 'new'), true);
+        await within(2000, 'the announcement after a restart', announced.promise);
+        await sub.close();
+      });
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------
+// Redis Cluster
+// ---------------------------------------------------------------------------------
+
+describe('Redis Cluster, 3 masters', () => {
+  const prefix = 'cl';
+  let cluster;
+  /** one lock key per master: [{ key, port }] */
+  let spread;
+
+  before(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+    const byPort = new Map();
+    for (let i = 0; byPort.size < cluster.ports.length; i++) {
+      assert.ok(i < 1000, 'keys on every master');
+      const key = `job-${i}`;
+      const port = await cluster.nodeFor(leaseName(prefix, key));
+      if (!byPort.has(port)) byPort.set(port, key);
+    }
+    spread = [...byPort].map(([port, key]) => ({ key, port }));
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  for (const kind of KINDS) {
+    describe(`through ${kind.name}`, () => {
+      let client;
+      let store;
+      const extra = [];
+      before(async () => {
+        client = await kind.connectCluster(cluster.nodes);
+        store = new RedisLockStore({ client, prefix });
+      });
+      after(async () => {
+        await Promise.allSettled([store?.close(), ...extra.map((s) => s.close())]);
+        await Promise.allSettled([client, ...extra.map((s) => s.client)].filter(Boolean).map((c) => kind.close(c)));
+      });
+
+      test('acquire, renew, release and tokens for keys on every master', async () => {
+        assert.equal(spread.length, 3);
+        for (const { key, port } of spread) {
+          const k = `${key}`;
+          const first = await store.acquire(k, 'A', 10_000);
+          assert.ok(first, `acquire ${k}`);
+          assert.equal(await call(port, ['EXISTS', leaseName(prefix, k), `${leaseName(prefix, k)}:token`]), 2, `both names live on the master on ${port}`);
+          assert.equal(await store.acquire(k, 'B', 10_000), undefined);
+          assert.equal(await store.isLocked(k), true);
+          assert.ok((await store.ttl(k)) > 9000);
+          assert.equal(await store.renew(k, 'B', 10_000), false);
+          assert.equal(await store.renew(k, 'A', 10_000), true);
+          assert.equal(await store.release(k, 'B'), false);
+          assert.equal(await store.release(k, 'A'), true);
+          assert.equal(await store.isLocked(k), false);
+          const second = await store.acquire(k, 'B', 50);
+          assert.ok(second.fencingToken > first.fencingToken);
+          await waitFor('expiry', async () => !(await store.isLocked(k)), { timeoutMs: 2000, intervalMs: 10 });
+          const third = await store.acquire(k, 'C', 10_000);
+          assert.ok(third.fencingToken > second.fencingToken);
+          assert.equal(await store.release(k, 'C'), true);
+        }
+      });
+
+      test('awkward keys keep lease and token in one slot (no CROSSSLOT)', async () => {
+        const s = new RedisLockStore({ client, prefix: `${prefix}-awkward` });
+        for (const [i, key] of AWKWARD_KEYS.entries()) {
+          assert.ok(await s.acquire(key, `o${i}`, 10_000), JSON.stringify(key));
+        }
+        for (const [i, key] of AWKWARD_KEYS.entries()) {
+          assert.equal(await s.renew(key, `o${i}`, 10_000), true, JSON.stringify(key));
+          assert.equal(await s.release(key, `o${i}`), true, JSON.stringify(key));
+        }
+      });
+
+      test('NOSCRIPT on a node: scripts flushed everywhere, operations still work', async () => {
+        for (const port of cluster.ports) await call(port, ['SCRIPT', 'FLUSH']);
+        for (const { key } of spread) {
+          assert.ok(await store.acquire(key, 'A', 10_000));
+          assert.equal(await store.renew(key, 'A', 10_000), true);
+          assert.equal(await store.release(key, 'A'), true);
+        }
+      });
+
+      test('a release on any master reaches a subscriber', async () => {
+        const subClient = await kind.connectCluster(cluster.nodes);
+        const sub = new RedisLockStore({ client: subClient, prefix });
+        extra.push(Object.assign(sub, { client: subClient }));
+        const seen = new Map(spread.map(({ key }) => [key, deferred()]));
+        const offs = spread.map(({ key }) => sub.subscribe(key, () => seen.get(key).resolve()));
+        await waitFor(
+          'the subscriptions',
+          async () => (await subscriberCount(cluster.ports, `${prefix}:*`)) === spread.length,
+          { timeoutMs: 5000 },
+        );
+        for (const { key } of spread) {
+          assert.ok(await store.acquire(key, 'A', 10_000));
+          assert.equal(await store.release(key, 'A'), true);
+          await within(2000, `the announcement for ${key}`, seen.get(key).promise);
+        }
+        for (const off of offs) off();
+        await waitFor(
+          'the unsubscriptions',
+          async () => (await subscriberCount(cluster.ports, `${prefix}:*`)) === 0,
+          { timeoutMs: 5000 },
+        );
+      });
+    });
+  }
+});

@@ -1,0 +1,120 @@
+// Type declarations for `leasehold/redis`. Written by hand; they import nothing from
+// ioredis or node-redis: clients are described by the few members the store uses.
+
+/** The part of an ioredis (v5) `Redis` or `Cluster` client that the store uses. */
+export interface IORedisLikeClient {
+  evalsha(sha1: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numkeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  pttl(key: string): Promise<number>;
+  /** Used once, on the first `subscribe`, to open the store's subscriber connection. */
+  duplicate?(): IORedisLikeSubscriber;
+}
+
+/** What the store needs from an ioredis duplicate to receive release announcements. */
+export interface IORedisLikeSubscriber {
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  disconnect(): void;
+  readonly status?: string;
+}
+
+/** The part of a node-redis (v4/v5) client or cluster (`createClient`, `createCluster`) that the store uses. */
+export interface NodeRedisLikeClient {
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  pTTL(key: string): Promise<unknown>;
+  /** Used once, on the first `subscribe`; the duplicate is connected by the store. */
+  duplicate?(): NodeRedisLikeSubscriber;
+}
+
+/** The store's pub/sub listener, as node-redis calls it (strings, or Buffers in buffer mode). */
+export type NodeRedisLikeListener = (message: string | Uint8Array, channel: string | Uint8Array) => unknown;
+
+/** What the store needs from a node-redis duplicate to receive release announcements. */
+export interface NodeRedisLikeSubscriber {
+  connect(): Promise<unknown>;
+  subscribe(channels: string[], listener: NodeRedisLikeListener): Promise<unknown>;
+  unsubscribe(channels: string[], listener: NodeRedisLikeListener): Promise<unknown>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  /** node-redis v5 */
+  destroy?(): void;
+  /** node-redis v4 */
+  disconnect?(): Promise<unknown>;
+  readonly isOpen?: boolean;
+}
+
+export type RedisLikeClient = IORedisLikeClient | NodeRedisLikeClient;
+
+export interface RedisLockStoreOptions {
+  /**
+   * A connected ioredis or node-redis client (standalone or cluster). The store never
+   * closes it. node-redis clients must be connected (`await client.connect()`).
+   */
+  client: RedisLikeClient;
+  /**
+   * Prefix of every Redis name the store writes. Non-empty, without `{` or `}`.
+   * @default 'lock'
+   */
+  prefix?: string;
+}
+
+/**
+ * A lock store on Redis, standalone or Redis Cluster.
+ *
+ * - One round trip per `acquire`, `renew` and `release` (a Lua script run with EVALSHA,
+ *   falling back to EVAL once when the server answers NOSCRIPT).
+ * - Fencing tokens only increase per key, across release, expiry, and a Redis restart
+ *   that lost its data: token = max(last token + 1, Redis server time in µs).
+ * - A lock key `k` is stored as `${prefix}:{enc(k)}` (lease, value: owner),
+ *   `${prefix}:{enc(k)}:token` (last token, expires max(10 × ttl, 60 s) after the last
+ *   acquire) and announced on the channel `${prefix}:{enc(k)}:released`, where `enc`
+ *   percent-encodes `%`, `{`, `}` and lone surrogates: one hash slot per key, no two
+ *   keys sharing a name.
+ * - Redis and client errors reject unchanged; `false` from `renew`/`release` always
+ *   means the live lease is not this owner's.
+ * - Invalid arguments: `TypeError` (wrong type, empty string) or `RangeError`
+ *   (`ttlMs` not a positive safe integer), naming the argument.
+ */
+export declare class RedisLockStore {
+  /** @throws {TypeError} when `client` is not an ioredis/node-redis client, or `prefix` is invalid. */
+  constructor(options: RedisLockStoreOptions);
+
+  /** The key prefix in use. */
+  readonly prefix: string;
+
+  /**
+   * Takes the lease on `key` for `ttlMs` if no live lease exists; `undefined` when it is
+   * held (by anyone: locks are not reentrant).
+   */
+  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+
+  /** Resets the lease to `ttlMs` from now; `false` when the live lease is not `owner`'s. */
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+
+  /**
+   * Deletes `owner`'s live lease and announces it to subscribers; `false` when the lease
+   * had lapsed or is someone else's (which is left alone).
+   */
+  release(key: string, owner: string): Promise<boolean>;
+
+  /** Whether a live lease exists (advisory). */
+  isLocked(key: string): Promise<boolean>;
+
+  /** Milliseconds left on the live lease, `undefined` when free (advisory). */
+  ttl(key: string): Promise<number | undefined>;
+
+  /**
+   * Calls `onReleased` whenever a lease on `key` is released (not when it expires).
+   * Best effort: active about one round trip after the call; messages can be lost, so
+   * keep polling. Never throws for Redis reasons; a no-op after `close()`.
+   * @returns a function that removes this listener (idempotent).
+   */
+  subscribe(key: string, onReleased: () => void): () => void;
+
+  /** Closes the subscriber connection the store opened, if any. The client stays open. */
+  close(): Promise<void>;
+}
