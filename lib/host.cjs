@@ -695,7 +695,7 @@ function createApi(binding, options) {
     return current?.properties.get(LOCK_TOKEN);
   }
 
-  return {
+  const api = {
     engine: engineName,
     ResiliencePipelineBuilder,
     ResiliencePipeline,
@@ -708,6 +708,21 @@ function createApi(binding, options) {
     getLockToken,
     LOCK_TOKEN,
   };
+  // For the project's own tests (forcing a panic, reading engine counters); not an API.
+  Object.defineProperty(api, Symbol.for('leasehold.internals'), {
+    value: {
+      binding,
+      hostOf: (timeProvider) => hostOf(timeProvider, 'timeProvider'),
+      call: (fn) => {
+        try {
+          return fn();
+        } catch (error) {
+          throw fromEngine(error);
+        }
+      },
+    },
+  });
+  return api;
 }
 
 module.exports = { createApi };

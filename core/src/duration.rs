@@ -21,12 +21,12 @@ pub fn from_millis(ms: f64, arg: &str) -> Result<Millis, ArgError> {
         return Err(ArgError::range(arg, format!("{arg} must be a number of milliseconds, got NaN")));
     }
     if ms < 0.0 {
-        return Err(ArgError::range(arg, format!("{arg} must not be negative, got {ms}")));
+        return Err(ArgError::range(arg, format!("{arg} must not be negative, got {}", show(ms))));
     }
     if ms > MAX_DURATION_MS as f64 {
         return Err(ArgError::range(
             arg,
-            format!("{arg} must be at most {MAX_DURATION_MS} ms (about 24.8 days), got {ms}"),
+            format!("{arg} must be at most {MAX_DURATION_MS} ms (about 24.8 days), got {}", show(ms)),
         ));
     }
     Ok(ms.ceil() as Millis)
@@ -77,6 +77,21 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
         total += number * unit_ms;
     }
     from_millis(total, arg)
+}
+
+/// Shows a number the way JavaScript would, short for huge ones.
+fn show(ms: f64) -> String {
+    if ms.is_infinite() {
+        if ms > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
+    } else if ms.abs() >= 1e15 {
+        format!("{ms:e}")
+    } else {
+        format!("{ms}")
+    }
 }
 
 /// Quotes user text for an error message, cut short when it is long.

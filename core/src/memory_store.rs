@@ -28,8 +28,10 @@ pub enum TryAcquire {
 ///
 /// Fencing tokens come from a single counter for the whole store, so they increase
 /// per key across release and expiry without the store remembering any key it no
-/// longer holds. Expired leases are swept whenever the map has doubled since the last
-/// sweep, which bounds memory by twice the live leases (plus a small constant).
+/// longer holds. Lapsed leases are swept when a new key comes in and either the map has
+/// doubled since the last sweep or every lease known at the last sweep has run out:
+/// memory stays within about twice the live leases (plus a small constant), however many
+/// keys were ever locked.
 ///
 /// The store does not know about waiters: the engine keeps those, and wakes them when
 /// [`MemoryStore::release`] reports that a lease ended.
@@ -38,13 +40,16 @@ pub struct MemoryStore {
     leases: HashMap<String, Lease>,
     last_token: u64,
     sweep_at: usize,
+    /// The latest expiry granted since the last sweep: once it has passed, every lease
+    /// that existed then has lapsed or been renewed, and a sweep is worth its cost.
+    sweep_after: Millis,
 }
 
 const MIN_SWEEP: usize = 64;
 
 impl Default for MemoryStore {
     fn default() -> Self {
-        MemoryStore { leases: HashMap::new(), last_token: 0, sweep_at: MIN_SWEEP }
+        MemoryStore { leases: HashMap::new(), last_token: 0, sweep_at: MIN_SWEEP, sweep_after: 0 }
     }
 }
 
@@ -60,11 +65,13 @@ impl MemoryStore {
             lease.owner.push_str(owner);
             lease.expires_at = expires_at;
         } else {
-            if self.leases.len() >= self.sweep_at {
+            let len = self.leases.len();
+            if len >= self.sweep_at || (len >= MIN_SWEEP && now >= self.sweep_after) {
                 self.sweep(now);
             }
             self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at });
         }
+        self.sweep_after = self.sweep_after.max(expires_at);
         self.last_token += 1;
         TryAcquire::Acquired(self.last_token)
     }
@@ -116,6 +123,7 @@ impl MemoryStore {
 
     fn sweep(&mut self, now: Millis) {
         self.leases.retain(|_, lease| lease.expires_at > now);
+        self.sweep_after = self.leases.values().map(|lease| lease.expires_at).max().unwrap_or(now);
         self.leases.shrink_to(self.leases.len() * 2);
         self.sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
     }
@@ -160,5 +168,16 @@ mod tests {
             assert!(store.entries() <= 2 * 10 + MIN_SWEEP + 1, "{} entries at {i}", store.entries());
         }
         assert_eq!(store.try_acquire("fresh", "a", 10, 200_000), TryAcquire::Acquired(100_001));
+    }
+
+    #[test]
+    fn a_burst_of_leases_is_reclaimed_once_they_have_lapsed() {
+        let mut store = MemoryStore::default();
+        for i in 0..10_000 {
+            let _ = store.try_acquire(&format!("burst-{i}"), "a", 5, 0);
+        }
+        assert_eq!(store.entries(), 10_000);
+        let _ = store.try_acquire("later", "a", 5, 10);
+        assert_eq!(store.entries(), 1);
     }
 }

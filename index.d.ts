@@ -1,0 +1,172 @@
+// leasehold — the public contract. Written by hand; the binding-generated declarations
+// stay internal. `js-tests/types/usage.ts` type-checks every export against this file.
+
+/** A duration: milliseconds, or a string such as `'250ms'`, `'30s'`, `'5m'`, `'1h'`, `'1m30s'`. */
+export type Duration = number | string;
+
+/** Which engine this import runs on: the native addon or the wasm module. */
+export declare const engine: 'native' | 'wasm';
+
+/** The key of the fencing token in `context.properties`. */
+export declare const LOCK_TOKEN: 'leasehold.lockToken';
+
+/** What the callback of an execution receives. */
+export interface ResilienceContext {
+  /** Aborted when the caller cancels (with the caller's reason) or the lease is lost (with a `LockLostError`). */
+  readonly signal: AbortSignal;
+  /** The `operationKey` given to `execute`, if any. */
+  readonly operationKey: string | undefined;
+  /** Per-execution properties; the fencing token is under `LOCK_TOKEN`. */
+  readonly properties: Map<string, unknown>;
+}
+
+/**
+ * Lease storage. Every method must be atomic for its key. Fencing tokens must only ever
+ * increase per key, across expiry and release.
+ */
+export interface LockStore {
+  /** No live lease: store `{ owner, expires: now + ttlMs }`, bump the key's token, return it. Else `undefined`. */
+  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  /** The live lease belongs to `owner`: push its expiry to now + ttlMs, return true. Else false. */
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Delete the lease only if it belongs to `owner`. */
+  release(key: string, owner: string): Promise<unknown>;
+  /**
+   * Optional: call `onReleased` when a lease on `key` ends, so waiters are woken at once
+   * instead of at their next poll. Returns a function that stops listening.
+   */
+  subscribe?(key: string, onReleased: () => void): () => void;
+  /** Optional, advisory: whether `key` has a live lease. */
+  isLocked?(key: string): Promise<boolean>;
+  /** Optional, advisory: milliseconds left on the live lease, `undefined` when free. */
+  ttl?(key: string): Promise<number | undefined>;
+}
+
+/** A clock that moves only when told to; every timer of the engine on it runs as it moves. */
+export declare class FakeTimeProvider {
+  /** @param start the initial time in milliseconds (default 0). */
+  constructor(start?: number);
+  /** The fake time in milliseconds. */
+  now(): number;
+  /**
+   * Moves time forward by `ms`, running every due timer (polls, renewals, expiries) at its
+   * own instant, in order. JS stores answer through Promises: advance in steps and let
+   * them settle (`await` something) between steps when a test needs their answers.
+   */
+  advance(ms: number): void;
+}
+
+/** The in-process store, native to the engine. One per time provider is the default. */
+export declare class MemoryLockStore implements LockStore {
+  constructor(options?: { timeProvider?: FakeTimeProvider });
+  /** Keys held or waited for. */
+  readonly size: number;
+  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** True when `owner` held a live lease that is now released. */
+  release(key: string, owner: string): Promise<boolean>;
+  isLocked(key: string): Promise<boolean>;
+  ttl(key: string): Promise<number | undefined>;
+}
+
+export interface LockLostArgs {
+  context: ResilienceContext;
+  key: string;
+}
+
+export interface LockOptions {
+  /** The key, or a function of the context. Absent: the execution's `operationKey`. */
+  key?: string | ((context: ResilienceContext) => string);
+  /** Lease length, renewed every ttl/3 while the callback runs. Default 30 s. */
+  ttl?: Duration;
+  /** How long to wait for a held lock. Default 0 (fail fast); `Infinity` waits as long as it takes. */
+  wait?: Duration;
+  /** Where leases live. Default: the memory store of the pipeline's time provider. */
+  store?: LockStore;
+  /** Called once when the lease is lost while the callback runs. */
+  onLockLost?: (args: LockLostArgs) => void | Promise<void>;
+  /** A name for telemetry. Default `'lock'`. */
+  name?: string;
+}
+
+export type TelemetryEvent =
+  | { type: 'acquired'; key: string; name: string; operationKey?: string; waitedMs: number; fencingToken: number }
+  | { type: 'rejected'; key: string; name: string; operationKey?: string; waitedMs: number }
+  | { type: 'renewed'; key: string; name: string; operationKey?: string; fencingToken: number }
+  | { type: 'renewalFailed'; key: string; name: string; operationKey?: string; error: unknown }
+  | { type: 'lost'; key: string; name: string; operationKey?: string }
+  | { type: 'released'; key: string; name: string; operationKey?: string }
+  | { type: 'releaseFailed'; key: string; name: string; operationKey?: string; error: unknown };
+
+export interface ResiliencePipelineBuilderOptions {
+  timeProvider?: FakeTimeProvider;
+  telemetry?: (event: TelemetryEvent) => void;
+}
+
+export interface ExecuteOptions {
+  operationKey?: string;
+  signal?: AbortSignal;
+}
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+export declare class ResiliencePipeline {
+  private constructor();
+  /**
+   * Runs `callback` while holding every lock of the pipeline, outermost first.
+   * Rejects with `LockNotAcquiredError`, `LockLostError`, `LockStoreError`, the caller's
+   * abort reason, or the callback's own error.
+   */
+  execute<T>(callback: (context: ResilienceContext) => T | PromiseLike<T>, options?: ExecuteOptions): Promise<T>;
+  /** Like `execute`, but never rejects. */
+  settle<T>(callback: (context: ResilienceContext) => T | PromiseLike<T>, options?: ExecuteOptions): Promise<Outcome<T>>;
+}
+
+export declare class ResiliencePipelineBuilder {
+  constructor(options?: ResiliencePipelineBuilderOptions);
+  /** Adds a lock; the first added is outermost. Throws `TypeError`/`RangeError` for bad options. */
+  addLock(options: LockOptions): this;
+  build(): ResiliencePipeline;
+}
+
+/** The lock stayed held for longer than `wait`; the callback never ran. */
+export declare class LockNotAcquiredError extends Error {
+  readonly code: 'LOCK_NOT_ACQUIRED';
+  readonly key: string;
+  readonly httpStatus: 409;
+}
+
+/** The lease was lost while the callback ran (also the abort reason of its signal). */
+export declare class LockLostError extends Error {
+  readonly code: 'LOCK_LOST';
+  readonly key: string;
+}
+
+/** The store failed; `cause` is what it threw. */
+export declare class LockStoreError extends Error {
+  readonly code: 'LOCK_STORE_FAILED';
+  readonly key: string;
+  readonly method: 'acquire' | 'renew' | 'release';
+  readonly cause: unknown;
+}
+
+/** True for `LockNotAcquiredError`: "someone else has it", not a fault. */
+export declare function isRejection(error: unknown): error is LockNotAcquiredError;
+
+/** The fencing token of the innermost lock the code runs under; `undefined` outside any lock. */
+export declare function getLockToken(context?: ResilienceContext): number | undefined;
+
+declare const api: {
+  engine: typeof engine;
+  LOCK_TOKEN: typeof LOCK_TOKEN;
+  ResiliencePipelineBuilder: typeof ResiliencePipelineBuilder;
+  ResiliencePipeline: typeof ResiliencePipeline;
+  MemoryLockStore: typeof MemoryLockStore;
+  FakeTimeProvider: typeof FakeTimeProvider;
+  LockNotAcquiredError: typeof LockNotAcquiredError;
+  LockLostError: typeof LockLostError;
+  LockStoreError: typeof LockStoreError;
+  isRejection: typeof isRejection;
+  getLockToken: typeof getLockToken;
+};
+export default api;

@@ -1,0 +1,77 @@
+// Host-level guarantees: panics, process lifetime, memory. Runs once per engine.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore } from 'leasehold';
+
+const internals = api[Symbol.for('leasehold.internals')];
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+test('a Rust panic surfaces as an Error and the process lives on', async () => {
+  const engine = new internals.binding.Engine(true, 0, new Uint8Array(32));
+  let error;
+  try {
+    internals.call(() => engine.panicForTests());
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error instanceof Error, String(error));
+  assert.equal(error.code, 'LEASEHOLD_ENGINE_FAILURE');
+  const pipeline = new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'k' }).build();
+  assert.equal(await pipeline.execute(() => 'still alive'), 'still alive');
+});
+
+test('no engine timer keeps the process alive once the last execution settles', () => {
+  const script = `
+    import { ResiliencePipelineBuilder } from 'leasehold';
+    const p = new ResiliencePipelineBuilder().addLock({ key: 'k', ttl: '1m' }).build();
+    const started = Date.now();
+    await p.execute(() => new Promise((r) => setTimeout(r, 30)));
+    await Promise.all([p.execute(() => 1), p.execute(() => 2).catch(() => 0)]);
+    process.on('exit', () => console.log('exit-after', Date.now() - started));
+  `;
+  const t0 = Date.now();
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.match(child.stdout, /exit-after \d+/);
+  // The renewal timer would fire at 20 s; the process must be gone long before.
+  assert.ok(Date.now() - t0 < 10_000, `exited after ${Date.now() - t0} ms`);
+});
+
+test('a waiting execution keeps the process alive until it settles', () => {
+  const script = `
+    import { ResiliencePipelineBuilder } from 'leasehold';
+    const p = new ResiliencePipelineBuilder().addLock({ key: 'k', wait: '5s' }).build();
+    p.execute(() => new Promise((r) => setTimeout(r, 300)));
+    p.execute(() => console.log('second ran'));
+  `;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.match(child.stdout, /second ran/);
+});
+
+test('memory stays bounded by live leases, not by keys ever locked', async () => {
+  const clock = new FakeTimeProvider();
+  const store = new MemoryLockStore({ timeProvider: clock });
+  const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: (c) => c.operationKey, store }).build();
+  for (let i = 0; i < 20_000; i++) await pipeline.execute(() => i, { operationKey: `key-${i}` });
+  // Leases that lapse without a release are swept too.
+  for (let i = 0; i < 20_000; i++) await store.acquire(`lapsing-${i}`, 'o', 5);
+  clock.advance(10);
+  await store.acquire('last', 'o', 5);
+  const host = internals.hostOf(clock);
+  assert.equal(host.engine.liveExecutions(), 0);
+  assert.ok(host.engine.memEntries(1) < 20_000, `entries: ${host.engine.memEntries(1)}`);
+  assert.equal(store.size, 1);
+});

@@ -1,0 +1,187 @@
+// Every invalid option: the error class, the moment it is thrown, and a message that
+// names the argument. Runs once per engine.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ResiliencePipelineBuilder,
+  MemoryLockStore,
+  FakeTimeProvider,
+  getLockToken,
+} from './support/leasehold.mjs';
+
+const clock = new FakeTimeProvider();
+const builder = () => new ResiliencePipelineBuilder({ timeProvider: clock });
+const okStore = { acquire: async () => ({ fencingToken: 1 }), renew: async () => true, release: async () => {} };
+const huge = 'x'.repeat(10 * 1024 * 1024);
+
+function assertNames(fn, ErrorClass, arg) {
+  let error;
+  try {
+    fn();
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error, `expected ${ErrorClass.name} for ${arg}`);
+  assert.ok(error instanceof ErrorClass, `${arg}: got ${error?.constructor?.name}: ${error?.message}`);
+  assert.match(error.message, new RegExp(`\\b${arg}\\b`), `message names ${arg}: ${error.message}`);
+  assert.ok(error.message.length < 300, `message stays short: ${error.message.length}`);
+}
+
+describe('addLock throws at once for bad options', () => {
+  const cases = [
+    // [option, value, error class]
+    ['ttl', 0, RangeError],
+    ['ttl', -1, RangeError],
+    ['ttl', NaN, RangeError],
+    ['ttl', Infinity, RangeError],
+    ['ttl', -Infinity, RangeError],
+    ['ttl', 1e300, RangeError],
+    ['ttl', '0ms', RangeError],
+    ['ttl', 'abc', TypeError],
+    ['ttl', '30', TypeError],
+    ['ttl', '', TypeError],
+    ['ttl', huge, TypeError],
+    ['ttl', {}, TypeError],
+    ['ttl', null, TypeError],
+    ['ttl', true, TypeError],
+    ['ttl', 10n, TypeError],
+    ['ttl', Symbol('s'), TypeError],
+    ['wait', -1, RangeError],
+    ['wait', NaN, RangeError],
+    ['wait', -Infinity, RangeError],
+    ['wait', 1e300, RangeError],
+    ['wait', 'soon', TypeError],
+    ['wait', null, TypeError],
+    ['wait', [], TypeError],
+    ['key', '', TypeError],
+    ['key', 5, TypeError],
+    ['key', null, TypeError],
+    ['key', {}, TypeError],
+    ['key', Symbol('k'), TypeError],
+    ['store', {}, TypeError],
+    ['store', 5, TypeError],
+    ['store', null, TypeError],
+    ['store', { acquire() {}, renew() {} }, TypeError],
+    ['onLockLost', 5, TypeError],
+    ['onLockLost', 'x', TypeError],
+    ['name', 5, TypeError],
+  ];
+  for (const [option, value, ErrorClass] of cases) {
+    const label = typeof value === 'symbol' ? 'a symbol' : typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)?.slice(0, 20);
+    test(`${option}: ${label} → ${ErrorClass.name}`, () => {
+      assertNames(() => builder().addLock({ key: 'k', [option]: value }), ErrorClass, option);
+    });
+  }
+
+  test('options that are not an object', () => {
+    for (const value of [undefined, null, 5, 'k']) {
+      assertNames(() => builder().addLock(value), TypeError, 'options');
+    }
+  });
+
+  test('valid durations are accepted', () => {
+    for (const ttl of [1, 0.5, '250ms', '30s', '5m', '1h', '1m30s', 2 ** 31 - 1]) builder().addLock({ key: 'k', ttl });
+    for (const wait of [0, '0ms', 100, '2s', Infinity]) builder().addLock({ key: 'k', wait });
+  });
+});
+
+describe('the builder', () => {
+  test('bad builder options', () => {
+    assertNames(() => new ResiliencePipelineBuilder({ timeProvider: { now: () => 0 } }), TypeError, 'timeProvider');
+    assertNames(() => new ResiliencePipelineBuilder({ telemetry: 5 }), TypeError, 'telemetry');
+    assertNames(() => new ResiliencePipelineBuilder(null), TypeError, 'options');
+  });
+
+  test('build without a lock', () => {
+    assert.throws(() => builder().build(), /addLock/);
+  });
+});
+
+describe('execute rejects, never throws', () => {
+  const pipeline = builder().addLock({ key: 'k', store: okStore }).build();
+  const cases = [
+    ['callback', () => pipeline.execute(undefined)],
+    ['callback', () => pipeline.execute('x')],
+    ['options', () => pipeline.execute(() => 1, 5)],
+    ['operationKey', () => pipeline.execute(() => 1, { operationKey: 7 })],
+    ['signal', () => pipeline.execute(() => 1, { signal: {} })],
+  ];
+  for (const [arg, call] of cases) {
+    test(`${arg}`, async () => {
+      const result = call();
+      assert.ok(result instanceof Promise);
+      const error = await result.catch((e) => e);
+      assert.ok(error instanceof TypeError, String(error));
+      assert.match(error.message, new RegExp(`\\b${arg}\\b`));
+    });
+  }
+
+  test('no key and no operationKey is a TypeError that says so', async () => {
+    const keyless = builder().addLock({ store: okStore }).build();
+    const error = await keyless.execute(() => 1).catch((e) => e);
+    assert.ok(error instanceof TypeError);
+    assert.match(error.message, /key/);
+    assert.match(error.message, /operationKey/);
+  });
+
+  test('a key function returning a non-string or an empty string', async () => {
+    for (const value of ['', 5, undefined, null]) {
+      const p = builder().addLock({ key: () => value, store: okStore }).build();
+      const error = await p.execute(() => 1).catch((e) => e);
+      assert.ok(error instanceof TypeError, String(value));
+      assert.match(error.message, /key/);
+    }
+  });
+
+  test('a key function that throws rejects with its error', async () => {
+    const p = builder().addLock({ key: () => { throw new Error('no key'); }, store: okStore }).build();
+    await assert.rejects(p.execute(() => 1), /no key/);
+  });
+});
+
+describe('keys', () => {
+  test('any Unicode and special characters lock independently', async () => {
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const keys = ['a', 'A', 'a ', '{a}', 'a}', '{', '}', '*', 'a*', 'x\ny', '\u0000', 'ключ', '鍵', '🔒', 'e\u0301', '\u00e9'];
+    const tokens = new Map();
+    for (const key of keys) {
+      const lease = await store.acquire(key, 'owner', 10_000);
+      assert.ok(lease, `${JSON.stringify(key)} is free`);
+      tokens.set(key, lease.fencingToken);
+    }
+    assert.equal(store.size, keys.length);
+    for (const key of keys) assert.equal(await store.acquire(key, 'other', 10_000), undefined);
+  });
+});
+
+describe('other entry points', () => {
+  test('FakeTimeProvider', () => {
+    assertNames(() => new FakeTimeProvider(-1), RangeError, 'start');
+    assertNames(() => new FakeTimeProvider('0'), RangeError, 'start');
+    const c = new FakeTimeProvider(5);
+    assert.equal(c.now(), 5);
+    assertNames(() => c.advance(-1), RangeError, 'ms');
+    assertNames(() => c.advance(NaN), RangeError, 'ms');
+    assertNames(() => c.advance('1s'), TypeError, 'ms');
+    c.advance(10);
+    assert.equal(c.now(), 15);
+  });
+
+  test('MemoryLockStore methods reject bad arguments', async () => {
+    const store = new MemoryLockStore({ timeProvider: clock });
+    await assert.rejects(store.acquire('', 'o', 10), (e) => e instanceof TypeError && /key/.test(e.message));
+    await assert.rejects(store.acquire('k', '', 10), (e) => e instanceof TypeError && /owner/.test(e.message));
+    await assert.rejects(store.acquire('k', 'o', 0), (e) => e instanceof RangeError && /ttlMs/.test(e.message));
+    await assert.rejects(store.acquire('k', 'o', '10'), (e) => e instanceof TypeError && /ttlMs/.test(e.message));
+    await assert.rejects(store.renew('k', 'o', NaN), RangeError);
+    await assert.rejects(store.release(5, 'o'), TypeError);
+    await assert.rejects(store.ttl(null), TypeError);
+    assertNames(() => new MemoryLockStore({ timeProvider: 5 }), TypeError, 'timeProvider');
+    assertNames(() => new MemoryLockStore(7), TypeError, 'options');
+  });
+
+  test('getLockToken with something that is not a context', () => {
+    assertNames(() => getLockToken(5), TypeError, 'context');
+    assertNames(() => getLockToken({}), TypeError, 'context');
+  });
+});
