@@ -156,6 +156,63 @@ export declare function isRejection(error: unknown): error is LockNotAcquiredErr
 /** The fencing token of the innermost lock the code runs under; `undefined` outside any lock. */
 export declare function getLockToken(context?: ResilienceContext): number | undefined;
 
+/** A lease held by hand (from `acquireLock`). */
+export interface LeaseHandle {
+  readonly key: string;
+  readonly owner: string;
+  readonly fencingToken: number;
+  /** Aborted with a `LockLostError` when an auto-renewed lease is lost. */
+  readonly signal: AbortSignal;
+  /** Releases the lease. True only if this owner still held it; false after a lapse or a takeover. */
+  release(): Promise<boolean>;
+  /** Pushes the lease out to now + `ttl` (default: its own ttl). False once it is gone. */
+  extend(ttl?: Duration): Promise<boolean>;
+}
+
+export interface AcquireLockOptions {
+  /** How long to wait for a held key. Default 0. */
+  wait?: Duration;
+  /** Aborting it while waiting rejects with its reason. */
+  signal?: AbortSignal;
+  /** Renew every ttl/3 until released; the handle's signal aborts on loss. Default false. */
+  autoRenew?: boolean;
+  /** The clock for stores that are not a `MemoryLockStore` (which brings its own). */
+  timeProvider?: FakeTimeProvider;
+}
+
+/**
+ * Acquires a lease by hand. Resolves to a handle, or `undefined` when the key stays held
+ * past `wait`. Rejects with `LockStoreError` when the store fails, or the abort reason.
+ */
+export declare function acquireLock(
+  store: LockStore,
+  key: string,
+  ttl: Duration,
+  options?: AcquireLockOptions,
+): Promise<LeaseHandle | undefined>;
+
+export interface WithLockOptions extends Omit<LockOptions, 'key'>, ResiliencePipelineBuilderOptions, ExecuteOptions {}
+
+type MethodDecorator<This, Args extends unknown[], R> = (
+  method: (this: This, ...args: Args) => Promise<R>,
+  context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<R>>,
+) => (this: This, ...args: Args) => Promise<R>;
+
+/** Runs `fn` under one lock on `key`. */
+export declare function withLock<T>(
+  key: string | ((context: ResilienceContext) => string),
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+  options?: WithLockOptions,
+): Promise<T>;
+/** A method decorator (standard decorators): every call of the method runs under the lock. */
+export declare function withLock<This, Args extends unknown[], R>(
+  key: string | ((context: ResilienceContext) => string),
+  options?: WithLockOptions,
+): MethodDecorator<This, Args, R>;
+export declare function withLock<This, Args extends unknown[], R>(
+  options: WithLockOptions & { key: string | ((context: ResilienceContext) => string) },
+): MethodDecorator<This, Args, R>;
+
 declare const api: {
   engine: typeof engine;
   LOCK_TOKEN: typeof LOCK_TOKEN;
@@ -168,5 +225,7 @@ declare const api: {
   LockStoreError: typeof LockStoreError;
   isRejection: typeof isRejection;
   getLockToken: typeof getLockToken;
+  acquireLock: typeof acquireLock;
+  withLock: typeof withLock;
 };
 export default api;

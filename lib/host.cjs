@@ -16,6 +16,9 @@ const RUNNING = 1;
 const SETTLED_VALUE = 2;
 const SETTLED_CALLBACK_ERROR = 3;
 const SETTLED_LOST = 4;
+const SETTLED_NOT_HELD = 5;
+const EXTENDED = 1;
+const NOT_EXTENDED = 2;
 // Store kinds (core/src/host.rs).
 const MEMORY = 0;
 const POLLED = 1;
@@ -165,6 +168,11 @@ function createApi(binding, options) {
           if (rec) rec.settled(fx);
           return;
         }
+        case 'extended': {
+          const rec = this.execs.get(fx.exec);
+          if (rec) rec.extended(fx.watch);
+          return;
+        }
         case 'watch':
           return this.watch(fx);
         case 'event': {
@@ -225,7 +233,7 @@ function createApi(binding, options) {
         if (typeof value === 'boolean') return this.call(() => engine.answerRenew(fx.request, value));
         return this.call(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
       }
-      return this.call(() => engine.answerRelease(fx.request));
+      return this.call(() => engine.answerRelease(fx.request, typeof value === 'boolean' ? value : undefined));
     }
 
     failed(request, error) {
@@ -371,6 +379,24 @@ function createApi(binding, options) {
 
   // ---- executions -----------------------------------------------------------------------
 
+  /** The error a `settled` effect with outcome `error` stands for. */
+  function errorOf(fx, host, callerSignal) {
+    switch (fx.code) {
+      case 'LOCK_NOT_ACQUIRED':
+        return new LockNotAcquiredError(fx.key, fx.message);
+      case 'LOCK_LOST':
+        return new LockLostError(fx.key, fx.message);
+      case 'LOCK_STORE_FAILED': {
+        const options = fx.cause ? { cause: host.thrown.get(fx.cause) } : undefined;
+        return new LockStoreError(fx.key, fx.method, fx.message, options);
+      }
+      case 'ABORT_ERR':
+        return callerSignal?.reason ?? new Error('the operation was aborted');
+      default:
+        return fromEngine(fx);
+    }
+  }
+
   class ResilienceContext {
     constructor(rec, operationKey, properties) {
       this.operationKey = operationKey;
@@ -489,21 +515,11 @@ function createApi(binding, options) {
     }
 
     errorFrom(fx) {
-      switch (fx.code) {
-        case 'LOCK_NOT_ACQUIRED':
-          return new LockNotAcquiredError(fx.key, fx.message);
-        case 'LOCK_LOST':
-          return this.running ? this.lostError(this.error) : new LockLostError(fx.key, fx.message);
-        case 'LOCK_STORE_FAILED': {
-          const options = fx.cause ? { cause: this.host.thrown.get(fx.cause) } : undefined;
-          return new LockStoreError(fx.key, fx.method, fx.message, options);
-        }
-        case 'ABORT_ERR':
-          return this.callerSignal?.reason ?? new Error('the operation was aborted');
-        default:
-          return fromEngine(fx);
-      }
+      if (fx.code === 'LOCK_LOST' && this.running) return this.lostError(this.error);
+      return errorOf(fx, this.host, this.callerSignal);
     }
+
+    extended() {}
 
     fail(error) {
       return this.done(false, error);
@@ -555,10 +571,7 @@ function createApi(binding, options) {
     if (name !== undefined && typeof name !== 'string') throw new TypeError(`name must be a string, got ${describe(name)}`);
     let target = host.defaultStore;
     if (store !== undefined) {
-      const methods = ['acquire', 'renew', 'release'];
-      if (store === null || typeof store !== 'object' || methods.some((m) => typeof store[m] !== 'function')) {
-        throw new TypeError(`store must be a LockStore with acquire, renew and release methods, got ${describe(store)}`);
-      }
+      checkStore(store);
       target = store;
     }
     const { kind, id } = host.registerStore(target);
@@ -683,6 +696,226 @@ function createApi(binding, options) {
     }
   }
 
+  // ---- manual leases ------------------------------------------------------------------
+
+  /** A lease held by hand: release it (and extend it) yourself. */
+  class LeaseHandle {
+    constructor(rec, key, owner, fencingToken) {
+      this.key = key;
+      this.owner = owner;
+      this.fencingToken = fencingToken;
+      Object.defineProperty(this, '_rec', { value: rec });
+    }
+
+    /** Aborted with a `LockLostError` when an auto-renewed lease is lost. Created on first read. */
+    get signal() {
+      const rec = this._rec;
+      if (!rec.controller) {
+        rec.controller = new AbortController();
+        if (rec.abortReason !== undefined) rec.controller.abort(rec.abortReason);
+      }
+      return rec.controller.signal;
+    }
+
+    /** Releases the lease. True only if this owner still held it; false after a lapse or a takeover. */
+    release() {
+      return this._rec.release();
+    }
+
+    /** Pushes the lease out to now + `ttl` (default: its own ttl). False once it is gone. */
+    extend(ttl) {
+      return this._rec.extend(ttl);
+    }
+  }
+
+  class LeaseExecution {
+    constructor(host, id, key, callerSignal) {
+      this.host = host;
+      this.id = id;
+      this.key = key;
+      this.callerSignal = callerSignal;
+      this.onCallerAbort = undefined;
+      this.running = false;
+      this.released = undefined;
+      this.controller = undefined;
+      this.abortReason = undefined;
+      this.extends = [];
+      this.resolve = undefined;
+      this.reject = undefined;
+    }
+
+    run() {
+      this.running = true;
+      this.detachCaller();
+      const engine = this.host.engine;
+      const handle = new LeaseHandle(this, this.key, engine.layerOwner(this.id, 0), engine.token(this.id));
+      this.resolve(handle);
+    }
+
+    detachCaller() {
+      if (this.callerSignal) this.callerSignal.removeEventListener('abort', this.onCallerAbort);
+    }
+
+    lost() {
+      if (this.abortReason !== undefined) return;
+      this.abortReason = new LockLostError(this.key);
+      this.controller?.abort(this.abortReason);
+    }
+
+    settled(fx) {
+      if (!this.running) {
+        this.host.execs.delete(this.id);
+        this.detachCaller();
+        if (fx.code === 'LOCK_NOT_ACQUIRED') return this.resolve(undefined);
+        return this.reject(errorOf(fx, this.host, this.callerSignal));
+      }
+      this.host.execs.delete(this.id);
+      this.released.resolve(fx.outcome === 'value');
+    }
+
+    release() {
+      if (this.released) return this.released.promise.then(() => false);
+      let resolve;
+      const promise = new Promise((r) => (resolve = r));
+      this.released = { promise, resolve };
+      const host = this.host;
+      let status;
+      try {
+        status = host.call(() => host.engine.finish(this.id, true));
+      } catch (error) {
+        host.execs.delete(this.id);
+        return Promise.reject(error);
+      }
+      if (status === SETTLED_VALUE) {
+        host.execs.delete(this.id);
+        resolve(true);
+      } else if (status === SETTLED_NOT_HELD) {
+        host.execs.delete(this.id);
+        resolve(false);
+      }
+      return promise;
+    }
+
+    extend(ttl) {
+      return new Promise((resolve) => {
+        let ttlMs;
+        if (ttl !== undefined) {
+          ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });
+          if (ttlMs <= 0) throw new RangeError(`ttl must be positive, got ${describe(ttl)}`);
+        }
+        if (this.released) return resolve(false);
+        const host = this.host;
+        const status = host.call(() => host.engine.extend(this.id, ttlMs));
+        if (status === EXTENDED) resolve(true);
+        else if (status === NOT_EXTENDED) resolve(false);
+        else this.extends.push(resolve);
+      });
+    }
+
+    extended(ok) {
+      this.extends.shift()?.(ok);
+    }
+
+    event() {}
+  }
+
+  function checkStore(store) {
+    const methods = ['acquire', 'renew', 'release'];
+    if (store === null || typeof store !== 'object' || methods.some((m) => typeof store[m] !== 'function')) {
+      throw new TypeError(`store must be a LockStore with acquire, renew and release methods, got ${describe(store)}`);
+    }
+  }
+
+  /**
+   * Acquires a lease by hand. Resolves to a handle, or `undefined` when the key stays held
+   * past `wait`. Rejects with a `LockStoreError` when the store fails, or the abort reason.
+   */
+  function acquireLock(store, key, ttl, options = {}) {
+    return new Promise((resolve, reject) => {
+      checkStore(store);
+      checkKey(key);
+      const ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });
+      if (ttlMs <= 0) throw new RangeError(`ttl must be positive, got ${describe(ttl)}`);
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`options must be an object, got ${describe(options)}`);
+      }
+      const { wait = 0, signal, autoRenew = false, timeProvider } = options;
+      const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+      }
+      if (typeof autoRenew !== 'boolean') throw new TypeError(`autoRenew must be a boolean, got ${describe(autoRenew)}`);
+      const host = store instanceof MemoryLockStore ? store[HOST] : hostOf(timeProvider, 'timeProvider');
+      if (signal?.aborted) throw signal.reason;
+      const { kind, id: storeId } = host.registerStore(store);
+      const id = host.newExecId();
+      const rec = new LeaseExecution(host, id, key, signal);
+      rec.resolve = resolve;
+      rec.reject = reject;
+      if (signal) {
+        rec.onCallerAbort = () => host.call(() => host.engine.cancel(id));
+        signal.addEventListener('abort', rec.onCallerAbort, { once: true });
+      }
+      host.execs.set(id, rec);
+      let status;
+      try {
+        status = host.engine.start(id, autoRenew ? 5 : 4, kind, storeId, key, ttlMs, waitMs);
+      } catch (error) {
+        host.execs.delete(id);
+        rec.detachCaller();
+        throw fromEngine(error);
+      }
+      if (host.status(status) === RUNNING) rec.run();
+    });
+  }
+
+  /**
+   * Runs `fn` under one lock: `withLock(key, fn, options)`. Called without a function —
+   * `withLock(key, options)` or `withLock(options)` — it is a method decorator (standard
+   * decorators) that runs each call of the method under the lock.
+   */
+  function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
+    if (typeof fnOrOptions === 'function') {
+      try {
+        return pipelineFor(keyOrOptions, maybeOptions).execute(fnOrOptions, executeOptions(maybeOptions));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    const pipeline = pipelineFor(keyOrOptions, fnOrOptions);
+    return function lockedMethod(method, context) {
+      if (typeof method !== 'function' || context?.kind !== 'method') {
+        throw new TypeError('withLock(...) decorates methods only');
+      }
+      return function (...args) {
+        return pipeline.execute(() => method.apply(this, args));
+      };
+    };
+  }
+
+  function pipelineFor(keyOrOptions, options) {
+    let lockOptions = options;
+    if (typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function') {
+      if (options !== undefined && (options === null || typeof options !== 'object')) {
+        throw new TypeError(`options must be an object, got ${describe(options)}`);
+      }
+      lockOptions = { ...options, key: keyOrOptions };
+    } else {
+      lockOptions = keyOrOptions;
+    }
+    if (lockOptions === null || typeof lockOptions !== 'object') {
+      throw new TypeError(`options must be an object, got ${describe(lockOptions)}`);
+    }
+    const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
+    return new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
+  }
+
+  function executeOptions(options) {
+    if (!options || typeof options !== 'object') return undefined;
+    const { signal, operationKey } = options;
+    return signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };
+  }
+
   /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
   function getLockToken(context) {
     if (context !== undefined) {
@@ -707,6 +940,8 @@ function createApi(binding, options) {
     isRejection,
     getLockToken,
     LOCK_TOKEN,
+    acquireLock,
+    withLock,
   };
   // For the project's own tests (forcing a panic, reading engine counters); not an API.
   Object.defineProperty(api, Symbol.for('leasehold.internals'), {

@@ -14,5 +14,7 @@ export const {
   isRejection,
   getLockToken,
   LOCK_TOKEN,
+  acquireLock,
+  withLock,
 } = api;
 export default api;

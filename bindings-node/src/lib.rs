@@ -5,7 +5,7 @@
 //! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
 
 use leasehold_core::host::{self, status, EffectRecord};
-use leasehold_core::{Answer, Clock, Engine, ExecOptions, LockError, Millis, Start, StoreFailure};
+use leasehold_core::{Answer, Clock, Engine, LockError, Millis, Start, StoreFailure};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::time::Instant;
@@ -173,7 +173,8 @@ impl NativeEngine {
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry. Status bit `RUNNING`: run now.
+    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Status bit
+    /// `RUNNING`: run now.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn start(
@@ -188,7 +189,7 @@ impl NativeEngine {
     ) -> Result<u32, Code> {
         let mut locks = std::mem::take(&mut self.outer_locks);
         locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
-        let options = ExecOptions { renew: options & 1 != 0, telemetry: options & 2 != 0 };
+        let options = host::exec_options(options);
         let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
         let running = if matches!(started, Start::Running { .. }) { status::RUNNING } else { 0 };
         Ok(running | self.flags())
@@ -233,10 +234,27 @@ impl NativeEngine {
         self.flags()
     }
 
+    /// `released`: what the store's `release` resolved to, when it was a boolean.
     #[napi(catch_unwind)]
-    pub fn answer_release(&mut self, request: u32) -> u32 {
-        self.inner.answer(request, Answer::Released);
+    pub fn answer_release(&mut self, request: u32, released: Option<bool>) -> u32 {
+        self.inner.answer(request, Answer::Released(released));
         self.flags()
+    }
+
+    /// Extends manual lease `exec` now, to `ttl` ms (or its own ttl).
+    #[napi(catch_unwind)]
+    pub fn extend(&mut self, exec: u32, ttl: Option<f64>) -> Result<u32, Code> {
+        let ttl = ttl
+            .map(|t| leasehold_core::duration::from_millis(t, "ttl"))
+            .transpose()
+            .map_err(|e| to_js_error(e.into()))?;
+        let extend = self.inner.extend(exec, ttl).map_err(to_js_error)?;
+        Ok(host::extend_status(extend) | self.flags())
+    }
+
+    #[napi(catch_unwind)]
+    pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_owner(exec, layer).map(str::to_owned)
     }
 
     /// The store threw (`bad` is `None`; the host keeps the thrown value under

@@ -24,12 +24,13 @@ pub fn from_millis(ms: f64, arg: &str) -> Result<Millis, ArgError> {
         return Err(ArgError::range(arg, format!("{arg} must not be negative, got {}", show(ms))));
     }
     if ms > MAX_DURATION_MS as f64 {
-        return Err(ArgError::range(
-            arg,
-            format!("{arg} must be at most {MAX_DURATION_MS} ms (about 24.8 days), got {}", show(ms)),
-        ));
+        return Err(too_long(ms, arg));
     }
     Ok(ms.ceil() as Millis)
+}
+
+fn too_long(ms: f64, arg: &str) -> ArgError {
+    ArgError::range(arg, format!("{arg} must be at most {MAX_DURATION_MS} ms (about 24.8 days), got {}", show(ms)))
 }
 
 /// Parses a duration string: one or more `<number><unit>` parts with units `ms`, `s`,
@@ -52,7 +53,11 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
         return Err(unparsable());
     }
     let bytes = text.as_bytes();
-    let mut total = 0f64;
+    // Exact decimal arithmetic, in units of 10^-FRACTION_DIGITS ms: no float rounding (so
+    // '0.07s' is 70 ms, not 71), and no float parser in the wasm build (its tables are a
+    // quarter of the module).
+    let mut total = 0u128;
+    let mut cut = false;
     let mut i = 0;
     let mut last_unit_rank = u8::MAX;
     while i < bytes.len() {
@@ -60,12 +65,12 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
         while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
             i += 1;
         }
-        let number: f64 = text[start..i].parse().map_err(|_| unparsable())?;
+        let (number, number_cut) = decimal(&text[start..i]).ok_or_else(unparsable)?;
         let (unit_ms, rank, len) = match &bytes[i..] {
-            [b'm', b's', ..] => (1.0, 0, 2),
-            [b's', ..] => (1_000.0, 1, 1),
-            [b'm', ..] => (60_000.0, 2, 1),
-            [b'h', ..] => (3_600_000.0, 3, 1),
+            [b'm', b's', ..] => (1u128, 0, 2),
+            [b's', ..] => (1_000, 1, 1),
+            [b'm', ..] => (60_000, 2, 1),
+            [b'h', ..] => (3_600_000, 3, 1),
             _ => return Err(unparsable()),
         };
         // Parts go from the largest unit to the smallest, each unit once: `1m30s`, not `30s1m`.
@@ -74,9 +79,42 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
         }
         last_unit_rank = rank;
         i += len;
-        total += number * unit_ms;
+        total = total.saturating_add(number.saturating_mul(unit_ms));
+        cut |= number_cut;
     }
-    from_millis(total, arg)
+    let scale = 10u128.pow(FRACTION_DIGITS);
+    // Round up, as `from_millis` does: a positive duration never becomes zero.
+    let millis = (total / scale).saturating_add(u128::from(cut || total % scale != 0));
+    if millis > u128::from(MAX_DURATION_MS) {
+        return Err(too_long(total as f64 / scale as f64, arg));
+    }
+    Ok(millis as Millis)
+}
+
+/// Fraction digits a duration string's numbers keep exactly; later ones only round up.
+const FRACTION_DIGITS: u32 = 18;
+
+/// A run of digits and dots as an exact number of 10^-[`FRACTION_DIGITS`] units, and
+/// whether non-zero digits were cut after that. `None` unless it is digits with at most
+/// one dot and at least one digit (`5`, `1.5`, `.5`, `5.`).
+fn decimal(text: &str) -> Option<(u128, bool)> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+        return None;
+    }
+    let digit = |b: u8| u128::from(b - b'0');
+    let mut value = whole.bytes().fold(0u128, |v, b| v.saturating_mul(10).saturating_add(digit(b)));
+    let mut kept = 0;
+    let mut cut = false;
+    for b in fraction.bytes() {
+        if kept < FRACTION_DIGITS {
+            value = value.saturating_mul(10).saturating_add(digit(b));
+            kept += 1;
+        } else {
+            cut |= b != b'0';
+        }
+    }
+    Some((value.saturating_mul(10u128.pow(FRACTION_DIGITS - kept)), cut))
 }
 
 /// Shows a number the way JavaScript would, short for huge ones.
@@ -117,6 +155,26 @@ mod tests {
         assert_eq!(parse("1h2m3s4ms", "ttl").unwrap(), 3_723_004);
         assert_eq!(parse("1.5s", "ttl").unwrap(), 1_500);
         assert_eq!(parse("0ms", "wait").unwrap(), 0);
+    }
+
+    #[test]
+    fn decimal_strings_are_exact_and_round_up() {
+        assert_eq!(parse("0.07s", "ttl").unwrap(), 70);
+        assert_eq!(parse(".5s", "ttl").unwrap(), 500);
+        assert_eq!(parse("5.s", "ttl").unwrap(), 5_000);
+        assert_eq!(parse("0.0001ms", "ttl").unwrap(), 1);
+        assert_eq!(parse("1.0000000000000000000001ms", "ttl").unwrap(), 2);
+        assert_eq!(parse("2.5000000000000000000000ms", "ttl").unwrap(), 3);
+        assert_eq!(parse("2147483647ms", "ttl").unwrap(), MAX_DURATION_MS);
+        assert_eq!(parse("0002147483647ms", "ttl").unwrap(), MAX_DURATION_MS);
+        for long in ["2147483647.0000000000000000001ms", "99999999999999999999999999999999999999999999h"] {
+            let err = parse(long, "ttl").unwrap_err();
+            assert_eq!(err.kind, crate::error::ArgErrorKind::Range, "{long}");
+            assert!(err.message.contains("at most"), "{long}: {}", err.message);
+        }
+        for bad in [".s", "1.2.3s", "..5s"] {
+            assert_eq!(parse(bad, "ttl").unwrap_err().kind, crate::error::ArgErrorKind::Type, "{bad}");
+        }
     }
 
     #[test]

@@ -53,11 +53,14 @@ pub struct ExecOptions {
     pub renew: bool,
     /// Emit [`Effect::Event`]s for telemetry.
     pub telemetry: bool,
+    /// A manual lease: no callback; [`Engine::finish`] is its `release()`, which settles
+    /// with [`Outcome::NotHeld`] when the lease had lapsed or was taken over.
+    pub manual: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { renew: true, telemetry: false }
+        ExecOptions { renew: true, telemetry: false, manual: false }
     }
 }
 
@@ -68,6 +71,9 @@ pub enum Outcome {
     Value,
     /// Reject with the callback's own error.
     CallbackError,
+    /// A manual lease was released, but it had lapsed or been taken over first (so
+    /// nothing of its owner's was deleted): its `release()` answers false.
+    NotHeld,
     /// Reject with this error. For [`LockError::Lost`] the callback's error is its
     /// cause; for [`LockError::StoreFailed`] with [`StoreFailure::Threw`] the store's.
     Error(LockError),
@@ -111,6 +117,13 @@ pub enum Effect {
         exec: u32,
         /// How.
         outcome: Outcome,
+    },
+    /// An [`Engine::extend`] that went to the store is answered.
+    Extended {
+        /// The execution (a manual lease).
+        exec: u32,
+        /// Whether the lease was pushed out.
+        ok: bool,
     },
     /// Start (`watch: true`) or stop listening for releases of `key` on an announcing
     /// store: there are waiters for it, or no longer.
@@ -192,6 +205,15 @@ pub enum Finish {
     Pending,
 }
 
+/// What [`Engine::extend`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extend {
+    /// Answered inside the call: whether the lease was pushed out.
+    Done(bool),
+    /// The store was asked; an [`Effect::Extended`] will follow.
+    Pending,
+}
+
 /// A store's answer, as the host reports it with [`Engine::answer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -199,8 +221,9 @@ pub enum Answer {
     Acquired(Option<u64>),
     /// `renew` resolved.
     Renewed(bool),
-    /// `release` resolved.
-    Released,
+    /// `release` resolved: with whether the owner's lease was deleted, when the store
+    /// says (`None`: the store returns nothing; the engine then judges by its own clock).
+    Released(Option<bool>),
     /// The call threw, rejected, or resolved with a wrong shape.
     Failed(StoreFailure),
 }
@@ -234,6 +257,7 @@ struct Held {
     renew_at: Option<Millis>,
     in_flight: Option<(u32, Millis)>,
     retry: Backoff,
+    extend_pending: bool,
 }
 
 #[derive(Debug)]
@@ -242,7 +266,7 @@ enum LayerState {
     Acquiring(Acquiring),
     Held(Held),
     Lost,
-    Releasing { request: u32, deadline: Millis },
+    Releasing { request: u32, deadline: Millis, was_live: bool },
     Done,
 }
 
@@ -255,6 +279,8 @@ struct Layer {
     state: LayerState,
     timer_at: Option<Millis>,
     timer_generation: u32,
+    /// Whether the release deleted this owner's live lease.
+    released_as_owner: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -487,6 +513,7 @@ impl Engine {
                 state: LayerState::Idle,
                 timer_at: None,
                 timer_generation: 0,
+                released_as_owner: false,
             })
             .collect();
         self.execs.insert(exec, Exec { layers, options, phase: Phase::Acquiring, lost: None, completion: None });
@@ -630,7 +657,8 @@ impl Engine {
             StoreMethod::Release => {
                 let result = match answer {
                     Answer::Failed(failure) => Err(failure),
-                    _ => Ok(()),
+                    Answer::Released(said) => Ok(said),
+                    _ => Ok(None),
                 };
                 self.on_release(exec, layer, result);
             }
@@ -802,6 +830,7 @@ impl Engine {
                     renew_at: renew.then(|| sent_at.saturating_add(renew_after(ttl))),
                     in_flight: None,
                     retry: Backoff::default(),
+                    extend_pending: false,
                 });
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
@@ -931,7 +960,9 @@ impl Engine {
 
     fn on_renew(&mut self, exec: u32, layer: u32, sent_at: Millis, result: Result<bool, StoreFailure>) {
         let now = self.now();
-        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        let renews = e.options.renew;
+        let Some(l) = e.layers.get_mut(layer as usize) else { return };
         let ttl = l.spec.ttl;
         let token = l.token.unwrap_or_default();
         let LayerState::Held(h) = &mut l.state else { return };
@@ -940,27 +971,69 @@ impl Engine {
             self.lose(exec, layer);
             return;
         }
+        let extended = std::mem::take(&mut h.extend_pending).then_some(result == Ok(true));
         match result {
             Ok(true) => {
                 h.expires_at = sent_at.saturating_add(ttl);
-                h.renew_at = Some(sent_at.saturating_add(renew_after(ttl)));
+                h.renew_at = renews.then(|| sent_at.saturating_add(renew_after(ttl)));
                 h.retry = Backoff::default();
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Renewed { token });
             }
             Ok(false) => self.lose(exec, layer),
             Err(failure) => {
-                h.renew_at = Some(now.saturating_add(h.retry.next_delay()));
+                h.renew_at = renews.then(|| now.saturating_add(h.retry.next_delay()));
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::RenewalFailed { failure });
             }
         }
+        if let Some(ok) = extended {
+            self.effects.push_back(Effect::Extended { exec, ok });
+        }
+    }
+
+    /// Pushes a manual lease (its only lock) out to now + `ttl` (or its own ttl), now.
+    /// `Done(false)` when the lease is gone: released, lost or lapsed. A later automatic
+    /// renewal uses the new ttl.
+    ///
+    /// # Errors
+    /// An argument error for a ttl of zero.
+    pub fn extend(&mut self, exec: u32, ttl: Option<Millis>) -> Result<Extend, LockError> {
+        if ttl == Some(0) {
+            return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
+        }
+        let now = self.now();
+        let Some(l) = self.layer_mut(exec, 0) else { return Ok(Extend::Done(false)) };
+        let LayerState::Held(h) = &mut l.state else { return Ok(Extend::Done(false)) };
+        if h.expires_at <= now {
+            return Ok(Extend::Done(false));
+        }
+        if let Some(ttl) = ttl {
+            l.spec.ttl = ttl;
+        }
+        let LayerState::Held(h) = &mut l.state else { return Ok(Extend::Done(false)) };
+        h.extend_pending = true;
+        if h.in_flight.is_none() {
+            self.renew(exec, 0);
+        }
+        if let Some(Effect::Extended { exec: e, ok }) = self.effects.back() {
+            if *e == exec {
+                let ok = *ok;
+                self.effects.pop_back();
+                return Ok(Extend::Done(ok));
+            }
+        }
+        Ok(Extend::Pending)
     }
 
     fn lose(&mut self, exec: u32, layer: u32) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
+        let extend_pending = matches!(l.state, LayerState::Held(Held { extend_pending: true, .. }));
         if let LayerState::Held(Held { in_flight: Some((request, _)), .. }) = l.state {
             self.abandon(request);
+        }
+        if extend_pending {
+            self.effects.push_back(Effect::Extended { exec, ok: false });
         }
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost;
@@ -1013,7 +1086,10 @@ impl Engine {
         let now = self.now();
         let Some(e) = self.execs.get_mut(&exec) else { return };
         let Some(layer) = e.layers.iter().rposition(|l| matches!(l.state, LayerState::Held(_))) else {
-            let outcome = e.completion.take().unwrap_or(Outcome::Value);
+            let mut outcome = e.completion.take().unwrap_or(Outcome::Value);
+            if e.options.manual && outcome == Outcome::Value && !e.layers.iter().all(|l| l.released_as_owner) {
+                outcome = Outcome::NotHeld;
+            }
             self.drop_exec(exec);
             self.effects.push_back(Effect::Settled { exec, outcome });
             return;
@@ -1024,12 +1100,18 @@ impl Engine {
         if let Some((request, _)) = h.in_flight {
             self.abandon(request);
         }
+        if h.extend_pending {
+            self.effects.push_back(Effect::Extended { exec, ok: false });
+        }
         self.arm(exec, layer, None);
         let l = &self.execs[&exec].layers[layer as usize];
         match l.spec.store {
             StoreRef::Memory(id) => {
                 let key = l.spec.key.clone();
                 let released = self.memory[id as usize].as_mut().is_some_and(|m| m.release(&key, &l.owner, now));
+                if let Some(l) = self.layer_mut(exec, layer) {
+                    l.released_as_owner = released;
+                }
                 self.event(exec, layer, Event::Released);
                 if released {
                     self.released(StoreRef::Memory(id), &key);
@@ -1040,23 +1122,23 @@ impl Engine {
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Release, id, now);
                 // A release is worth waiting for only while the lease would live.
                 let deadline = h.expires_at.max(now);
+                let was_live = h.expires_at > now;
                 if let Some(l) = self.layer_mut(exec, layer) {
-                    l.state = LayerState::Releasing { request, deadline };
+                    l.state = LayerState::Releasing { request, deadline, was_live };
                 }
                 self.arm(exec, layer, Some(deadline));
             }
         }
     }
 
-    fn on_release(&mut self, exec: u32, layer: u32, result: Result<(), StoreFailure>) {
+    fn on_release(&mut self, exec: u32, layer: u32, result: Result<Option<bool>, StoreFailure>) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
-        if !matches!(l.state, LayerState::Releasing { .. }) {
-            return;
-        }
+        let LayerState::Releasing { was_live, .. } = l.state else { return };
         l.state = LayerState::Done;
+        l.released_as_owner = matches!(result, Ok(said) if said.unwrap_or(was_live));
         self.arm(exec, layer, None);
         match result {
-            Ok(()) => self.event(exec, layer, Event::Released),
+            Ok(_) => self.event(exec, layer, Event::Released),
             Err(failure) => self.event(exec, layer, Event::ReleaseFailed { failure }),
         }
         self.release_next(exec);
@@ -1109,7 +1191,7 @@ impl Engine {
             LayerState::Held(h) if now >= h.expires_at => Due::Lose,
             LayerState::Held(h) if h.in_flight.is_none() && h.renew_at.is_some_and(|t| t <= now) => Due::Renew,
             LayerState::Held(_) => Due::Rearm,
-            LayerState::Releasing { request, deadline } if now >= *deadline => {
+            LayerState::Releasing { request, deadline, .. } if now >= *deadline => {
                 Due::ReleaseTimedOut { request: *request }
             }
             _ => Due::Nothing,

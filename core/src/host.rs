@@ -26,6 +26,12 @@ pub mod status {
     /// `finish`: settled in the call with a `LockLostError` (the callback failed after
     /// a loss).
     pub const SETTLED_LOST: u32 = 4;
+    /// `finish` of a manual lease: released, but it had lapsed or been taken over.
+    pub const SETTLED_NOT_HELD: u32 = 5;
+    /// `extend`: the lease was pushed out.
+    pub const EXTENDED: u32 = 1;
+    /// `extend`: the lease is gone (released, lost or lapsed) or the store refused.
+    pub const NOT_EXTENDED: u32 = 2;
 }
 
 /// Folds the engine's pending work into a status word: the host timer action (arming
@@ -45,6 +51,11 @@ pub fn status_flags(engine: &mut Engine, arm_at: &mut f64) -> u32 {
         flags |= status::EFFECTS;
     }
     flags
+}
+
+/// Execution options from the host's bits: 1 renew, 2 telemetry, 4 manual lease.
+pub fn exec_options(bits: u32) -> crate::ExecOptions {
+    crate::ExecOptions { renew: bits & 1 != 0, telemetry: bits & 2 != 0, manual: bits & 4 != 0 }
 }
 
 /// Store kinds as hosts number them.
@@ -95,7 +106,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 /// An effect in flat form: every field a host may read, unused ones zero or `None`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EffectRecord {
-    /// `call`, `run`, `lost`, `settled`, `watch` or `event`.
+    /// `call`, `run`, `lost`, `settled`, `extended`, `watch` or `event`.
     pub kind: &'static str,
     /// The execution.
     pub exec: u32,
@@ -114,7 +125,7 @@ pub struct EffectRecord {
     pub owner: Option<String>,
     /// `call`: the ttl asked for.
     pub ttl: f64,
-    /// `watch`: start (true) or stop.
+    /// `watch`: start (true) or stop; `extended`: whether the lease was pushed out.
     pub watch: bool,
     /// `settled`: `value`, `callbackError` or `error`; `event`: the event name.
     pub outcome: Option<&'static str>,
@@ -181,11 +192,17 @@ impl From<Effect> for EffectRecord {
                 r.outcome = Some(match outcome {
                     Outcome::Value => "value",
                     Outcome::CallbackError => "callbackError",
+                    Outcome::NotHeld => "notHeld",
                     Outcome::Error(err) => {
                         error_fields(&mut r, &err);
                         "error"
                     }
                 });
+            }
+            Effect::Extended { exec, ok } => {
+                r.kind = "extended";
+                r.exec = exec;
+                r.watch = ok;
             }
             Effect::Watch { store, key, watch } => {
                 r.kind = "watch";
@@ -235,5 +252,15 @@ pub fn finish_status(finish: crate::Finish) -> u32 {
         crate::Finish::Settled(Outcome::Value) => status::SETTLED_VALUE,
         crate::Finish::Settled(Outcome::CallbackError) => status::SETTLED_CALLBACK_ERROR,
         crate::Finish::Settled(Outcome::Error(_)) => status::SETTLED_LOST,
+        crate::Finish::Settled(Outcome::NotHeld) => status::SETTLED_NOT_HELD,
+    }
+}
+
+/// The status word for what [`Engine::extend`] returned.
+pub fn extend_status(extend: crate::Extend) -> u32 {
+    match extend {
+        crate::Extend::Pending => 0,
+        crate::Extend::Done(true) => status::EXTENDED,
+        crate::Extend::Done(false) => status::NOT_EXTENDED,
     }
 }

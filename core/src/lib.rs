@@ -49,7 +49,7 @@ mod waiters;
 
 pub use clock::{Clock, FakeClock};
 pub use engine::{
-    Answer, Effect, Engine, Event, ExecOptions, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef,
+    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef,
     DEFAULT_MEMORY_STORE,
 };
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};

@@ -1,8 +1,8 @@
 //! The engine's rules, each on a fake clock: no test here sleeps.
 
 use leasehold_core::{
-    Answer, Effect, Engine, Event, ExecOptions, Finish, LockError, LockSpec, Millis, Outcome, Start, StoreFailure,
-    StoreMethod, StoreRef, DEFAULT_MEMORY_STORE,
+    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, LockError, LockSpec, Millis, Outcome, Start,
+    StoreFailure, StoreMethod, StoreRef, DEFAULT_MEMORY_STORE,
 };
 
 const MEM: StoreRef = StoreRef::Memory(DEFAULT_MEMORY_STORE);
@@ -163,7 +163,7 @@ fn waiters_are_woken_in_arrival_order() {
 fn a_lease_that_lapses_hands_over_to_the_first_waiter_at_expiry() {
     let mut e = engine();
     // A manual lease with no renewal: it lapses at 1000.
-    let manual = ExecOptions { renew: false, telemetry: false };
+    let manual = ExecOptions { renew: false, telemetry: false, manual: true };
     e.start(1, vec![lock(MEM, "k", 1_000, None)], manual).unwrap();
     e.start(2, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
     e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
@@ -214,7 +214,7 @@ fn cancelling_during_an_acquire_in_flight_releases_a_late_grant() {
     e.answer(call.request, Answer::Acquired(Some(9)));
     let release = only_call(&mut e, StoreMethod::Release);
     assert_eq!(release.owner, call.owner, "the late lease is released as its owner");
-    e.answer(release.request, Answer::Released);
+    e.answer(release.request, Answer::Released(None));
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.open_requests(), 0);
     assert_eq!(e.live_executions(), 0);
@@ -246,7 +246,7 @@ fn renews_every_third_of_the_ttl_counting_from_when_the_request_was_sent() {
 #[test]
 fn renew_false_is_a_loss_at_once() {
     let mut e = engine();
-    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions { renew: true, telemetry: true }).unwrap();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions { renew: true, telemetry: true, manual: false }).unwrap();
     let acquire = only_call(&mut e, StoreMethod::Acquire);
     e.answer(acquire.request, Answer::Acquired(Some(1)));
     drain(&mut e);
@@ -372,7 +372,7 @@ fn releases_once_as_owner_after_success_and_after_failure_and_settles_after_the_
         assert_eq!(e.finish(1, ok).unwrap(), Finish::Pending, "settles only after the release");
         let release = only_call(&mut e, StoreMethod::Release);
         assert_eq!(release.owner, acquire.owner);
-        e.answer(release.request, Answer::Released);
+        e.answer(release.request, Answer::Released(None));
         let effects = drain(&mut e);
         let expected = if ok { Outcome::Value } else { Outcome::CallbackError };
         assert_eq!(settled(&effects, 1), Some(&expected));
@@ -384,7 +384,8 @@ fn releases_once_as_owner_after_success_and_after_failure_and_settles_after_the_
 #[test]
 fn a_failed_release_is_ignored_and_reported() {
     let mut e = engine();
-    e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions { renew: true, telemetry: true }).unwrap();
+    e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions { renew: true, telemetry: true, manual: false })
+        .unwrap();
     let acquire = only_call(&mut e, StoreMethod::Acquire);
     e.answer(acquire.request, Answer::Acquired(Some(1)));
     drain(&mut e);
@@ -450,7 +451,8 @@ fn tokens_increase_per_key_across_release_and_expiry() {
         e.finish(2, true).unwrap();
     }
     // Expiry: a manual lease that lapses, then a new grant.
-    e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions { renew: false, telemetry: false }).unwrap();
+    e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions { renew: false, telemetry: false, manual: true })
+        .unwrap();
     tokens.push(e.token(3).unwrap());
     e.advance(1_000).unwrap();
     let Start::Running { token } = e.start(4, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap()
@@ -486,12 +488,12 @@ fn nested_locks_acquire_outermost_first_release_innermost_first_and_expose_the_i
     let [Effect::StoreCall { store: 8, method: StoreMethod::Release, request, .. }] = rel[..] else {
         panic!("{rel:?}")
     };
-    e.answer(request, Answer::Released);
+    e.answer(request, Answer::Released(None));
     let rel = drain(&mut e);
     let [Effect::StoreCall { store: 7, method: StoreMethod::Release, request, .. }] = rel[..] else {
         panic!("{rel:?}")
     };
-    e.answer(request, Answer::Released);
+    e.answer(request, Answer::Released(None));
     assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Value));
 }
 
@@ -604,4 +606,82 @@ fn a_real_clock_engine_asks_the_host_for_one_timer_and_lets_it_go_when_idle() {
     e.on_host_timer();
     assert_eq!(e.host_timer(), HostTimer::Arm(2_000));
     assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(3_000), "renewed at 1000");
+}
+
+// ---- manual leases -------------------------------------------------------------------
+
+const MANUAL: ExecOptions = ExecOptions { renew: false, telemetry: false, manual: true };
+
+#[test]
+fn a_manual_release_says_whether_the_owner_still_held_the_lease() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+    // Lapsed, then taken over: the release is false and deletes nothing.
+    e.start(2, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    e.advance(1_000).unwrap();
+    e.start(3, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    assert_eq!(e.finish(2, true).unwrap(), Finish::Settled(Outcome::NotHeld));
+    assert!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap().is_some(), "the new owner's lease is untouched");
+    // Lapsed, not taken: still false.
+    e.advance(1_000).unwrap();
+    assert_eq!(e.finish(3, true).unwrap(), Finish::Settled(Outcome::NotHeld));
+}
+
+#[test]
+fn a_manual_release_on_a_store_uses_its_answer_or_the_engine_clock() {
+    for (said, advance, expected) in [
+        (Some(true), 0, Outcome::Value),
+        (Some(false), 0, Outcome::NotHeld),
+        (None, 0, Outcome::Value),
+        (None, 1_000, Outcome::NotHeld),
+    ] {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 1_000, None)], MANUAL).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(acquire.request, Answer::Acquired(Some(1)));
+        assert!(ran(&drain(&mut e), 1));
+        e.advance(advance).unwrap();
+        assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
+        let release = only_call(&mut e, StoreMethod::Release);
+        e.answer(release.request, Answer::Released(said));
+        assert_eq!(settled(&drain(&mut e), 1), Some(&expected), "{said:?} after {advance}");
+    }
+}
+
+#[test]
+fn extend_pushes_a_manual_lease_out_and_is_false_once_it_is_gone() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    e.advance(900).unwrap();
+    assert_eq!(e.extend(1, Some(5_000)).unwrap(), Extend::Done(true));
+    assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(5_000));
+    assert_eq!(e.next_deadline(), None, "no automatic renewal for a plain manual lease");
+    e.advance(5_000).unwrap();
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Done(false), "lapsed");
+    assert_eq!(e.extend(99, None).unwrap(), Extend::Done(false), "unknown");
+    assert!(e.extend(1, Some(0)).is_err());
+}
+
+#[test]
+fn extend_through_a_store_answers_with_an_effect_and_false_after_a_loss() {
+    let mut e = engine();
+    let auto = ExecOptions { renew: true, telemetry: false, manual: true };
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], auto).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    assert_eq!(e.extend(1, Some(6_000)).unwrap(), Extend::Pending);
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(true));
+    assert!(drain(&mut e).contains(&Effect::Extended { exec: 1, ok: true }));
+    assert_eq!(e.next_deadline(), Some(2_000), "auto renewal now on the new ttl's schedule");
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Pending);
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    let effects = drain(&mut e);
+    assert!(effects.contains(&Effect::Extended { exec: 1, ok: false }));
+    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }));
+    assert_eq!(effects.iter().filter(|x| matches!(x, Effect::Extended { .. })).count(), 1);
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Done(false));
 }

@@ -60,7 +60,9 @@ fn apply_effects(engine: &mut Engine, model: &mut Model) {
                 assert!(model.waiting.remove(&exec).is_some(), "settled twice or unknown");
                 assert!(matches!(outcome, Outcome::Error(_)), "{outcome:?}");
             }
-            Effect::StoreCall { .. } | Effect::Watch { .. } => panic!("no external store here"),
+            Effect::StoreCall { .. } | Effect::Watch { .. } | Effect::Extended { .. } => {
+                panic!("no external store here")
+            }
             Effect::Lost { .. } | Effect::Event { .. } => {}
         }
     }
@@ -103,7 +105,7 @@ proptest! {
                     next_exec += 1;
                     let spec = LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: KEYS[key].into(), ttl, wait };
                     model.waiting.insert(next_exec, key);
-                    let options = ExecOptions { renew, telemetry: false };
+                    let options = ExecOptions { renew, telemetry: false, manual: !renew };
                     if let Start::Running { token } = engine.start(next_exec, vec![spec], options).unwrap() {
                         model.granted(next_exec, key, token);
                     }

@@ -15,7 +15,19 @@ import leasehold, {
   type ResilienceContext,
   type TelemetryEvent,
   type Outcome,
+  type LeaseHandle,
+  acquireLock,
+  withLock,
 } from 'leasehold';
+
+class NightlyJob {
+  runs = 0;
+  @withLock('nightly-report', { ttl: '5m' })
+  async run(day: string): Promise<number> {
+    this.runs += day.length;
+    return this.runs;
+  }
+}
 
 const which: 'native' | 'wasm' = engine;
 const clock = new FakeTimeProvider(1_000);
@@ -82,6 +94,19 @@ async function main(): Promise<void> {
   const released: boolean = await store.release('k', 'o');
   const left: number | undefined = await store.ttl('k');
   void [n, size, released, left, which, now, leasehold.engine];
+
+  const lease: LeaseHandle | undefined = await acquireLock(store, 'k', '30s', { wait: 100, autoRenew: true });
+  if (lease) {
+    const token: number = lease.fencingToken;
+    const extended: boolean = await lease.extend('1m');
+    const ok: boolean = await lease.release();
+    void [token, extended, ok, lease.signal.aborted];
+  }
+  const viaHelper: string = await withLock('k', () => 'v', { wait: '1s' });
+  const total: number = await new NightlyJob().run('monday');
+  void [viaHelper, total];
+  // @ts-expect-error acquireLock needs a ttl
+  await acquireLock(store, 'k');
 
   // @ts-expect-error ttl is a duration, not a boolean
   new ResiliencePipelineBuilder().addLock({ key: 'k', ttl: true });

@@ -1,0 +1,256 @@
+// SPEC §5–§6: manual leases, inspection, settle, telemetry, withLock. Runs once per engine.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ResiliencePipelineBuilder,
+  MemoryLockStore,
+  FakeTimeProvider,
+  LockNotAcquiredError,
+  LockLostError,
+  LockStoreError,
+  acquireLock,
+  withLock,
+  getLockToken,
+} from './support/leasehold.mjs';
+import { advance, deferred, flush } from './support/time.mjs';
+import { recordingStore } from './support/stores.mjs';
+
+describe('acquireLock', () => {
+  test('hands out a lease with key, owner and token; undefined while held', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const lease = await acquireLock(store, 'job', '10s');
+    assert.equal(lease.key, 'job');
+    assert.match(lease.owner, /^[0-9a-f]{32}$/);
+    assert.equal(typeof lease.fencingToken, 'number');
+    assert.equal(await acquireLock(store, 'job', '10s'), undefined);
+    assert.equal(await store.isLocked('job'), true);
+    assert.equal(await store.ttl('job'), 10_000);
+    assert.equal(await lease.release(), true);
+    assert.equal(await store.isLocked('job'), false);
+    assert.equal(await store.ttl('job'), undefined);
+    assert.equal(await lease.release(), false, 'a second release is false');
+  });
+
+  test('waits up to `wait`, then resolves undefined', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const first = await acquireLock(store, 'k', '1m');
+    const second = acquireLock(store, 'k', '1m', { wait: 500 });
+    await advance(clock, 500);
+    assert.equal(await second, undefined);
+    const third = acquireLock(store, 'k', '1m', { wait: '5s' });
+    await advance(clock, 100);
+    assert.equal(await first.release(), true);
+    const lease = await third;
+    assert.ok(lease.fencingToken > first.fencingToken, 'handed over on release');
+  });
+
+  test('release() is false after expiry and after a takeover, and never deletes the new lease', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const lapsed = await acquireLock(store, 'a', 1000);
+    clock.advance(1000);
+    assert.equal(await lapsed.release(), false);
+
+    const old = await acquireLock(store, 'b', 1000);
+    clock.advance(1000);
+    const taker = await acquireLock(store, 'b', 1000);
+    assert.ok(taker);
+    assert.equal(await old.release(), false);
+    assert.equal(await store.isLocked('b'), true, "the taker's lease is intact");
+    assert.equal(await taker.release(), true);
+  });
+
+  test('release() through a JS store uses its answer', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, { release: async () => false });
+    const lease = await acquireLock(store, 'k', 1000, { timeProvider: clock });
+    assert.equal(await lease.release(), false);
+  });
+
+  test('extend() pushes the lease out, and is false once it lapsed', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const lease = await acquireLock(store, 'k', 1000);
+    clock.advance(900);
+    assert.equal(await lease.extend('5s'), true);
+    assert.equal(await store.ttl('k'), 5000);
+    clock.advance(5000);
+    assert.equal(await lease.extend(), false);
+    await assert.rejects(lease.extend(0), RangeError);
+  });
+
+  test('autoRenew keeps the lease alive, and aborts the signal on loss; extend is false after', async () => {
+    const clock = new FakeTimeProvider();
+    let refuse = false;
+    const store = recordingStore(clock, { renew: (...a) => (refuse ? Promise.resolve(false) : store.base.renew(...a)) });
+    const lease = await acquireLock(store, 'k', 3000, { autoRenew: true, timeProvider: clock });
+    await advance(clock, 10_000, 500);
+    assert.equal(lease.signal.aborted, false);
+    assert.ok(store.times('renew').length >= 9);
+    refuse = true;
+    await advance(clock, 1000, 500);
+    assert.equal(lease.signal.aborted, true);
+    assert.ok(lease.signal.reason instanceof LockLostError);
+    assert.equal(await lease.extend(), false);
+    assert.equal(await lease.release(), false);
+  });
+
+  test('abort while waiting rejects with the reason', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    await acquireLock(store, 'k', '1m');
+    const controller = new AbortController();
+    const waiting = acquireLock(store, 'k', '1m', { wait: '1m', signal: controller.signal });
+    controller.abort(new Error('shutting down'));
+    await assert.rejects(waiting, /shutting down/);
+  });
+
+  test('a store failure rejects with LockStoreError', async () => {
+    const clock = new FakeTimeProvider();
+    const cause = new Error('down');
+    const store = recordingStore(clock, { acquire: async () => Promise.reject(cause) });
+    const error = await acquireLock(store, 'k', 1000, { timeProvider: clock }).catch((e) => e);
+    assert.ok(error instanceof LockStoreError);
+    assert.equal(error.cause, cause);
+  });
+
+  test('bad arguments', async () => {
+    const store = new MemoryLockStore();
+    await assert.rejects(acquireLock({}, 'k', 1000), (e) => e instanceof TypeError && /store/.test(e.message));
+    await assert.rejects(acquireLock(store, '', 1000), (e) => e instanceof TypeError && /key/.test(e.message));
+    for (const ttl of [0, -1, NaN, Infinity]) {
+      await assert.rejects(acquireLock(store, 'k', ttl), (e) => e instanceof RangeError && /ttl/.test(e.message));
+    }
+    await assert.rejects(acquireLock(store, 'k', 'x'), (e) => e instanceof TypeError && /ttl/.test(e.message));
+    await assert.rejects(acquireLock(store, 'k', 1000, { autoRenew: 'yes' }), /autoRenew/);
+    await assert.rejects(acquireLock(store, 'k', 1000, { wait: -1 }), RangeError);
+  });
+});
+
+describe('telemetry', () => {
+  test('wait → acquire → renew → release, in order, with waited time and token', async () => {
+    const clock = new FakeTimeProvider();
+    const events = [];
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e) })
+      .addLock({ key: 'k', ttl: 3000, wait: '10s', name: 'nightly' })
+      .build();
+    const holder = deferred();
+    const first = pipeline.execute(() => holder.promise);
+    const second = pipeline.execute(async () => {
+      await advance(clock, 1000);
+    });
+    await advance(clock, 400);
+    holder.resolve();
+    await first;
+    await second;
+    const types = events.map((e) => `${e.type}${e.waitedMs !== undefined ? `@${e.waitedMs}` : ''}`);
+    assert.deepEqual(types, ['acquired@0', 'renewed', 'released', 'acquired@400', 'renewed', 'released'].filter((_, i) => i !== 1));
+    assert.ok(events.every((e) => e.name === 'nightly' && e.key === 'k'));
+    assert.ok(events[2].fencingToken > events[0].fencingToken);
+  });
+
+  test('loss: acquired → renewalFailed… → lost; no release of a lost lease; rejected when wait runs out', async () => {
+    const clock = new FakeTimeProvider();
+    const events = [];
+    const store = recordingStore(clock, { renew: async () => Promise.reject(new Error('io')) });
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e) })
+      .addLock({ key: 'k', ttl: 3000, store })
+      .build();
+    await pipeline
+      .execute(async () => {
+        await advance(clock, 3000, 50);
+      })
+      .catch(() => {});
+    const types = [...new Set(events.map((e) => e.type))];
+    assert.deepEqual(types, ['acquired', 'renewalFailed', 'lost']);
+    assert.equal(events.find((e) => e.type === 'renewalFailed').error.message, 'io');
+
+    const busy = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e) })
+      .addLock({ key: 'held', wait: 100 })
+      .build();
+    const hold = deferred();
+    const holding = busy.execute(() => hold.promise);
+    const rejected = busy.execute(() => 1).catch((e) => e);
+    await advance(clock, 100);
+    assert.ok((await rejected) instanceof LockNotAcquiredError);
+    assert.deepEqual(events.filter((e) => e.type === 'rejected').map((e) => e.waitedMs), [100]);
+    hold.resolve();
+    await holding;
+  });
+
+  test('a release that fails is reported', async () => {
+    const clock = new FakeTimeProvider();
+    const events = [];
+    const store = recordingStore(clock, { release: async () => Promise.reject(new Error('gone')) });
+    await new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e) })
+      .addLock({ key: 'k', store })
+      .build()
+      .execute(() => 1);
+    assert.equal(events.at(-1).type, 'releaseFailed');
+    assert.equal(events.at(-1).error.message, 'gone');
+  });
+});
+
+describe('settle', () => {
+  test('every error kind comes back as { ok: false, error }, and a skip-if-held job reads naturally', async () => {
+    const clock = new FakeTimeProvider();
+    const builder = (lock) => new ResiliencePipelineBuilder({ timeProvider: clock }).addLock(lock).build();
+    const hold = deferred();
+    const holding = builder({ key: 'cron' }).execute(() => hold.promise);
+    const skipped = await builder({ key: 'cron' }).settle(() => 'ran');
+    assert.equal(skipped.ok, false);
+    assert.ok(skipped.error instanceof LockNotAcquiredError);
+    hold.resolve();
+    await holding;
+
+    const lost = await builder({ key: 'l', ttl: 3000, store: recordingStore(clock, { renew: async () => false }) }).settle(
+      async () => {
+        await advance(clock, 1000);
+        throw new Error('after loss');
+      },
+    );
+    assert.ok(lost.error instanceof LockLostError);
+    const storeFailed = await builder({ key: 's', store: recordingStore(clock, { acquire: async () => Promise.reject(new Error('x')) }) }).settle(() => 1);
+    assert.ok(storeFailed.error instanceof LockStoreError);
+    const controller = new AbortController();
+    controller.abort('stop');
+    assert.deepEqual(await builder({ key: 'a' }).settle(() => 1, { signal: controller.signal }), { ok: false, error: 'stop' });
+    assert.deepEqual(await builder({ key: 'ok' }).settle(() => 'fine'), { ok: true, value: 'fine' });
+  });
+});
+
+describe('withLock', () => {
+  test('runs a function under one lock', async () => {
+    const clock = new FakeTimeProvider();
+    const token = await withLock('report', async () => getLockToken(), { timeProvider: clock, ttl: '1m' });
+    assert.equal(typeof token, 'number');
+    const hold = deferred();
+    const holding = withLock('report', () => hold.promise, { timeProvider: clock });
+    await assert.rejects(withLock('report', () => 1, { timeProvider: clock }), LockNotAcquiredError);
+    hold.resolve();
+    await holding;
+    await assert.rejects(withLock('report', () => 1, { ttl: -5 }), RangeError);
+  });
+
+  test('as a method decorator, every call runs under the lock, with `this` intact', async () => {
+    const clock = new FakeTimeProvider();
+    const decorate = withLock('nightly-job', { timeProvider: clock });
+    class Job {
+      constructor() {
+        this.name = 'job';
+      }
+      async run(x) {
+        await flush(1);
+        return `${this.name}:${x}:${typeof getLockToken()}`;
+      }
+    }
+    Job.prototype.run = decorate(Job.prototype.run, { kind: 'method', name: 'run' });
+    const job = new Job();
+    const first = job.run(1);
+    await assert.rejects(job.run(2), LockNotAcquiredError);
+    assert.equal(await first, 'job:1:number');
+    assert.throws(() => decorate(() => {}, { kind: 'field' }), TypeError);
+  });
+});
