@@ -84,7 +84,7 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
     }
     let scale = 10u128.pow(FRACTION_DIGITS);
     // Round up, as `from_millis` does: a positive duration never becomes zero.
-    let millis = (total / scale).saturating_add(u128::from(cut || total % scale != 0));
+    let millis = (total / scale).saturating_add(u128::from(cut || !total.is_multiple_of(scale)));
     if millis > u128::from(MAX_DURATION_MS) {
         return Err(too_long(total as f64 / scale as f64, arg));
     }
