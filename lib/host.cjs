@@ -85,6 +85,8 @@ function createApi(binding, options) {
       this.watchers = new Map();
       this.draining = false;
       this.timer = undefined;
+      this.wantRef = false;
+      this.unrefPending = false;
       this.defaultStoreInstance = undefined;
     }
 
@@ -107,10 +109,32 @@ function createApi(binding, options) {
     }
 
     housekeep(status) {
-      if (status & TIMER_ARM) this.arm(this.engine.armAt());
-      else if (status & TIMER_REF) this.timer?.ref?.();
-      else if (status & TIMER_UNREF) this.timer?.unref?.();
+      if (status & TIMER_ARM) {
+        this.wantRef = true;
+        this.arm(this.engine.armAt());
+      } else if (status & TIMER_REF) {
+        this.wantRef = true;
+        this.timer?.ref?.();
+      } else if (status & TIMER_UNREF) {
+        this.wantRef = false;
+        this.unrefSoon();
+      }
       if (status & EFFECTS) this.drain();
+    }
+
+    // Executions often follow each other within one turn of the event loop: instead of
+    // unref'ing the timer after each and ref'ing it again for the next, unref it once the
+    // turn is over if the engine is still idle then.
+    unrefSoon() {
+      if (this.unrefPending || !this.timer?.unref) return;
+      if (typeof setImmediate !== 'function') return this.timer.unref();
+      this.unrefPending = true;
+      // A ref'd immediate: it keeps the loop for one more turn, and (unlike an unref'd
+      // one) it does not let the loop sleep until the engine timer fires.
+      setImmediate(() => {
+        this.unrefPending = false;
+        if (!this.wantRef) this.timer?.unref();
+      });
     }
 
     arm(at) {
@@ -398,11 +422,26 @@ function createApi(binding, options) {
   }
 
   class ResilienceContext {
-    constructor(rec, operationKey, properties) {
+    constructor(rec, operationKey) {
       this.operationKey = operationKey;
-      this.properties = properties;
       this._rec = rec;
       this._controller = undefined;
+      this._properties = undefined;
+      this._token = undefined;
+    }
+
+    /** Per-execution properties; the fencing token is under `LOCK_TOKEN`. Created on first read. */
+    get properties() {
+      if (!this._properties) {
+        this._properties = new Map();
+        if (this._token !== undefined) this._properties.set(LOCK_TOKEN, this._token);
+      }
+      return this._properties;
+    }
+
+    setToken(token) {
+      this._token = token;
+      if (this._properties) this._properties.set(LOCK_TOKEN, token);
     }
 
     /** Aborted when the caller cancels or the lease is lost. Created on first read. */
@@ -443,10 +482,9 @@ function createApi(binding, options) {
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
-    run() {
+    run(token = this.host.engine.token(this.id) ?? undefined) {
       this.running = true;
-      const token = this.host.engine.token(this.id);
-      this.context.properties.set(LOCK_TOKEN, token ?? undefined);
+      this.context.setToken(token);
       let result;
       const previous = syncContext;
       syncContext = this.context;
@@ -458,7 +496,7 @@ function createApi(binding, options) {
       }
       syncContext = previous;
       if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-        return Promise.resolve(result).then(
+        return (result instanceof Promise ? result : Promise.resolve(result)).then(
           (value) => this.finish(true, value),
           (error) => this.finish(false, error),
         );
@@ -633,10 +671,9 @@ function createApi(binding, options) {
       }
       if (signal?.aborted) throw signal.reason;
       const host = this.host;
-      const properties = new Map();
       const id = host.newExecId();
       const locks = this.locks;
-      const context = new ResilienceContext(undefined, operationKey, properties);
+      const context = new ResilienceContext(undefined, operationKey);
       const keys = locks.map((lock) => resolveKey(lock, context));
       const rec = new Execution(host, this, id, callback, context, locks, keys);
       context._rec = rec;
@@ -666,7 +703,8 @@ function createApi(binding, options) {
         if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
         throw fromEngine(error);
       }
-      if (host.status(status) === RUNNING) rec.run();
+      // A synchronous grant carries the innermost token above the status bits.
+      if (host.status(status % 256) === RUNNING) rec.run(Math.floor(status / 256));
     }
   }
 
@@ -865,7 +903,7 @@ function createApi(binding, options) {
         rec.detachCaller();
         throw fromEngine(error);
       }
-      if (host.status(status) === RUNNING) rec.run();
+      if (host.status(status % 256) === RUNNING) rec.run();
     });
   }
 
@@ -919,13 +957,14 @@ function createApi(binding, options) {
   /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
   function getLockToken(context) {
     if (context !== undefined) {
+      if (context instanceof ResilienceContext) return context._token;
       if (context === null || typeof context !== 'object' || !(context.properties instanceof Map)) {
         throw new TypeError(`context must be an execution context, got ${describe(context)}`);
       }
       return context.properties.get(LOCK_TOKEN);
     }
     const current = ambient ? (ambient.getStore() ?? syncContext) : syncContext;
-    return current?.properties.get(LOCK_TOKEN);
+    return current?._token;
   }
 
   const api = {

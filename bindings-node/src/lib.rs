@@ -4,8 +4,8 @@
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
 //! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
 
-use leasehold_core::host::{self, status, EffectRecord};
-use leasehold_core::{Answer, Clock, Engine, LockError, Millis, Start, StoreFailure};
+use leasehold_core::host::{self, EffectRecord};
+use leasehold_core::{Answer, Clock, Engine, LockError, Millis, StoreFailure};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::time::Instant;
@@ -173,8 +173,8 @@ impl NativeEngine {
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Status bit
-    /// `RUNNING`: run now.
+    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Returns the status
+    /// word plus, when bit `RUNNING` says to run now, 256 × the innermost token.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn start(
@@ -186,13 +186,12 @@ impl NativeEngine {
         key: String,
         ttl: f64,
         wait: f64,
-    ) -> Result<u32, Code> {
+    ) -> Result<f64, Code> {
         let mut locks = std::mem::take(&mut self.outer_locks);
         locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
         let options = host::exec_options(options);
         let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
-        let running = if matches!(started, Start::Running { .. }) { status::RUNNING } else { 0 };
-        Ok(running | self.flags())
+        Ok(host::start_status(started, self.flags()))
     }
 
     #[napi(catch_unwind)]

@@ -6,11 +6,12 @@
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use crate::clock::{Clock, FakeClock};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
+use crate::fast_hash::IdMap;
 use crate::memory_store::{MemoryStore, TryAcquire};
 use crate::owner_ids::OwnerIds;
 use crate::polling::{renew_after, Backoff};
@@ -324,20 +325,23 @@ pub struct Engine {
     fake: Option<FakeClock>,
     owners: OwnerIds,
     memory: Vec<Option<MemoryStore>>,
-    execs: HashMap<u32, Exec>,
+    execs: IdMap<u32, Exec>,
     queues: WaitQueues,
-    requests: HashMap<u32, Request>,
+    requests: IdMap<u32, Request>,
     next_request: u32,
     timers: TimerQueue,
     effects: VecDeque<Effect>,
     host_armed: Option<Millis>,
     host_refed: bool,
+    /// The time of the current call: the clock is read once per call into the engine
+    /// (reading it costs more than most decisions).
+    time: Millis,
 }
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
-            .field("now", &self.now())
+            .field("now", &self.time)
             .field("executions", &self.execs.len())
             .field("requests", &self.requests.len())
             .field("live_timers", &self.timers.live())
@@ -357,14 +361,15 @@ impl Engine {
             fake: None,
             owners: OwnerIds::new(seed),
             memory: vec![Some(MemoryStore::default())],
-            execs: HashMap::new(),
+            execs: IdMap::default(),
             queues: WaitQueues::default(),
-            requests: HashMap::new(),
+            requests: IdMap::default(),
             next_request: 0,
             timers: TimerQueue::default(),
             effects: VecDeque::new(),
             host_armed: None,
             host_refed: false,
+            time: 0,
         }
     }
 
@@ -379,6 +384,11 @@ impl Engine {
     /// The engine's current time.
     pub fn now(&self) -> Millis {
         self.clock.now()
+    }
+
+    /// Reads the clock for the call that is starting. Time never goes back.
+    fn tick(&mut self) {
+        self.time = self.time.max(self.clock.now());
     }
 
     /// Whether the engine runs on a fake clock.
@@ -411,7 +421,8 @@ impl Engine {
         owner: &str,
         ttl: Millis,
     ) -> Result<Option<u64>, LockError> {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         Ok(match self.memory_store(store)?.try_acquire(key, owner, ttl, now) {
             TryAcquire::Acquired(token) => Some(token),
             TryAcquire::Held { .. } => None,
@@ -423,7 +434,8 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown store.
     pub fn memory_renew(&mut self, store: u32, key: &str, owner: &str, ttl: Millis) -> Result<bool, LockError> {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         Ok(self.memory_store(store)?.renew(key, owner, ttl, now))
     }
 
@@ -433,7 +445,8 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown store.
     pub fn memory_release(&mut self, store: u32, key: &str, owner: &str) -> Result<bool, LockError> {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         let released = self.memory_store(store)?.release(key, owner, now);
         if released {
             self.released(StoreRef::Memory(store), key);
@@ -447,7 +460,8 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown store.
     pub fn memory_ttl(&mut self, store: u32, key: &str) -> Result<Option<Millis>, LockError> {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         Ok(self.memory_store(store)?.expires_at(key, now).map(|at| at - now))
     }
 
@@ -456,7 +470,8 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown store.
     pub fn memory_size(&mut self, store: u32) -> Result<usize, LockError> {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         let reference = StoreRef::Memory(store);
         let queues = &self.queues;
         let mem = self.memory.get(store as usize).and_then(Option::as_ref).ok_or_else(|| {
@@ -484,6 +499,7 @@ impl Engine {
     /// An argument error for no locks, an empty key, a zero ttl, an unknown memory
     /// store, or an id already in use. Nothing is started then.
     pub fn start(&mut self, exec: u32, locks: Vec<LockSpec>, options: ExecOptions) -> Result<Start, LockError> {
+        self.tick();
         if locks.is_empty() {
             return Err(
                 ArgError::type_error("locks", "locks must name at least one lock for an execution".into()).into()
@@ -532,6 +548,7 @@ impl Engine {
     /// # Errors
     /// An argument error when `exec` is not running.
     pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
+        self.tick();
         let outcome = {
             let Some(e) = self.execs.get(&exec).filter(|e| e.phase == Phase::Running) else {
                 return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
@@ -558,6 +575,7 @@ impl Engine {
     /// never runs. Returns false (and does nothing) once the callback runs: passing the
     /// abort on to the callback is the host's part.
     pub fn cancel(&mut self, exec: u32) -> bool {
+        self.tick();
         match self.execs.get(&exec) {
             Some(e) if e.phase == Phase::Acquiring => {
                 self.wind_down(exec, Outcome::Error(LockError::Cancelled));
@@ -587,7 +605,7 @@ impl Engine {
     /// Whether lock `layer` of a live execution is held now: granted, not lost, and
     /// not lapsed (a lease without renewal lapses at its expiry).
     pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
-        let now = self.now();
+        let now = self.clock.now().max(self.time);
         self.execs
             .get(&exec)
             .and_then(|e| e.layers.get(layer as usize))
@@ -609,13 +627,14 @@ impl Engine {
     /// A store answered `request`. Answers to unknown requests are ignored; answers to
     /// abandoned ones are ignored too, except that a lease granted too late is released.
     pub fn answer(&mut self, request: u32, answer: Answer) {
+        self.tick();
         let Some(req) = self.requests.remove(&request) else { return };
         let (exec, layer) = match req.origin {
             Origin::Layer { exec, layer } => (exec, layer),
             Origin::Abandoned { late_grant } => {
                 if let (Some(grant), Answer::Acquired(Some(_))) = (late_grant, &answer) {
                     let (store, key, owner) = *grant;
-                    let now = self.now();
+                    let now = self.time;
                     let request = self.next_request_id();
                     let origin = Origin::Abandoned { late_grant: None };
                     self.requests.insert(request, Request { origin, method: StoreMethod::Release, sent_at: now });
@@ -668,6 +687,10 @@ impl Engine {
     /// A store announced that the lease on `key` ended: the first waiter for it tries
     /// at once instead of at its next poll.
     pub fn released(&mut self, store: StoreRef, key: &str) {
+        if self.queues.is_empty() {
+            return;
+        }
+        self.tick();
         if let Some(head) = self.queues.head(store, key) {
             let layer = self.execs.get(&head).map_or(0, current_layer);
             let idle = self.acquiring_mut(head, layer).is_some_and(|a| a.in_flight.is_none());
@@ -679,7 +702,8 @@ impl Engine {
 
     /// Runs every timer due at the clock's current time.
     pub fn run_due(&mut self) {
-        let now = self.now();
+        self.tick();
+        let now = self.time;
         while let Some((at, target)) = self.next_live_timer() {
             if at > now {
                 break;
@@ -768,7 +792,7 @@ impl Engine {
     // ---- acquisition --------------------------------------------------------------
 
     fn begin_layer(&mut self, exec: u32, layer: u32) {
-        let now = self.now();
+        let now = self.time;
         let owner = self.owners.next_id();
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.owner = owner;
@@ -784,7 +808,7 @@ impl Engine {
     }
 
     fn try_acquire(&mut self, exec: u32, layer: u32) {
-        let now = self.now();
+        let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let (store, ttl) = (l.spec.store, l.spec.ttl);
         match store {
@@ -811,7 +835,7 @@ impl Engine {
     }
 
     fn on_try(&mut self, exec: u32, layer: u32, sent_at: Millis, result: TryResult) {
-        let now = self.now();
+        let now = self.time;
         let Some(e) = self.execs.get(&exec) else { return };
         let l = &e.layers[layer as usize];
         let LayerState::Acquiring(a) = &l.state else { return };
@@ -888,7 +912,7 @@ impl Engine {
                 // The lock was just taken: the new head waits for the next release or
                 // poll, as the old head did.
                 HeadLeft::Acquired => {
-                    let now = self.now();
+                    let now = self.time;
                     let until = match store {
                         StoreRef::Memory(id) => self.memory[id as usize].as_ref().and_then(|m| m.expires_at(key, now)),
                         StoreRef::External { .. } => None,
@@ -938,7 +962,7 @@ impl Engine {
     }
 
     fn renew(&mut self, exec: u32, layer: u32) {
-        let now = self.now();
+        let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let (store, ttl) = (l.spec.store, l.spec.ttl);
         match store {
@@ -959,7 +983,7 @@ impl Engine {
     }
 
     fn on_renew(&mut self, exec: u32, layer: u32, sent_at: Millis, result: Result<bool, StoreFailure>) {
-        let now = self.now();
+        let now = self.time;
         let Some(e) = self.execs.get_mut(&exec) else { return };
         let renews = e.options.renew;
         let Some(l) = e.layers.get_mut(layer as usize) else { return };
@@ -999,10 +1023,11 @@ impl Engine {
     /// # Errors
     /// An argument error for a ttl of zero.
     pub fn extend(&mut self, exec: u32, ttl: Option<Millis>) -> Result<Extend, LockError> {
+        self.tick();
         if ttl == Some(0) {
             return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
         }
-        let now = self.now();
+        let now = self.time;
         let Some(l) = self.layer_mut(exec, 0) else { return Ok(Extend::Done(false)) };
         let LayerState::Held(h) = &mut l.state else { return Ok(Extend::Done(false)) };
         if h.expires_at <= now {
@@ -1083,7 +1108,7 @@ impl Engine {
     }
 
     fn release_next(&mut self, exec: u32) {
-        let now = self.now();
+        let now = self.time;
         let Some(e) = self.execs.get_mut(&exec) else { return };
         let Some(layer) = e.layers.iter().rposition(|l| matches!(l.state, LayerState::Held(_))) else {
             let mut outcome = e.completion.take().unwrap_or(Outcome::Value);
@@ -1172,7 +1197,7 @@ impl Engine {
     // ---- timers -------------------------------------------------------------------
 
     fn on_timer(&mut self, exec: u32, layer: u32) {
-        let now = self.now();
+        let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let ttl = l.spec.ttl;
         let due = match &mut l.state {
@@ -1326,7 +1351,7 @@ fn current_layer(e: &Exec) -> u32 {
     e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_))).unwrap_or(0) as u32
 }
 
-fn is_live(execs: &HashMap<u32, Exec>, t: &TimerTarget) -> bool {
+fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {
     execs
         .get(&t.exec)
         .and_then(|e| e.layers.get(t.layer as usize))

@@ -245,6 +245,16 @@ impl From<Effect> for EffectRecord {
     }
 }
 
+/// The number `start` returns: the status word, plus 256 × the innermost token when
+/// every lock was granted in the call (tokens of in-process stores stay far below 2^45,
+/// so the sum is an exact JavaScript number).
+pub fn start_status(start: crate::Start, flags: u32) -> f64 {
+    match start {
+        crate::Start::Running { token } => f64::from(status::RUNNING | flags) + 256.0 * token as f64,
+        crate::Start::Pending => f64::from(flags),
+    }
+}
+
 /// The status word for what [`Engine::finish`] returned.
 pub fn finish_status(finish: crate::Finish) -> u32 {
     match finish {

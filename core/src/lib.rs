@@ -40,6 +40,7 @@ mod clock;
 pub mod duration;
 mod engine;
 mod error;
+mod fast_hash;
 pub mod host;
 mod memory_store;
 mod owner_ids;

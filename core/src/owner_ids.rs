@@ -1,8 +1,6 @@
 //! Owner ids: random, so that two holders (in one process or across a fleet) never
 //! share one.
 
-use std::fmt::Write;
-
 /// Draws owner ids from a xoshiro256** generator seeded once with 256 bits of host
 /// entropy (the OS, or `crypto.getRandomValues`).
 ///
@@ -45,11 +43,14 @@ impl OwnerIds {
 
     /// A fresh owner id: 32 lowercase hex digits.
     pub fn next_id(&mut self) -> String {
-        let (a, b) = (self.next_u64(), self.next_u64());
-        let mut id = String::with_capacity(32);
-        // Writing to a String cannot fail.
-        let _ = write!(id, "{a:016x}{b:016x}");
-        id
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let value = (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64());
+        let mut digits = [0u8; 32];
+        for (i, digit) in digits.iter_mut().enumerate() {
+            *digit = HEX[((value >> (124 - 4 * i)) & 0xf) as usize];
+        }
+        // Hex digits are ASCII, so this cannot fail.
+        String::from_utf8(digits.to_vec()).unwrap_or_default()
     }
 }
 

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::engine::{Effect, StoreRef};
+use crate::fast_hash::IdMap;
 
 /// What removing a waiter did to its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +18,7 @@ pub(crate) enum HeadChange {
 
 #[derive(Debug, Default)]
 pub(crate) struct WaitQueues {
-    by_store: HashMap<StoreRef, HashMap<String, VecDeque<u32>>>,
+    by_store: IdMap<StoreRef, HashMap<String, VecDeque<u32>>>,
 }
 
 fn watch(store: StoreRef, key: &str, on: bool) -> Option<Effect> {
@@ -42,6 +43,10 @@ impl WaitQueues {
                 watch(store, key, true)
             }
         }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_store.is_empty()
     }
 
     pub fn head(&self, store: StoreRef, key: &str) -> Option<u32> {
