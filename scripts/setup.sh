@@ -11,6 +11,7 @@ WB_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^was
 
 apt_packages=()
 command -v redis-server >/dev/null || apt_packages+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_packages+=(postgresql)
 command -v chromium >/dev/null || apt_packages+=(chromium)
 command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 if [ ${#apt_packages[@]} -gt 0 ]; then

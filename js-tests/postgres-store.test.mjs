@@ -1,0 +1,704 @@
+// PostgresLockStore against a real PostgreSQL (initdb'd into a temp dir, see
+// support/postgres.mjs), through the `pg` client, and through the real engine: the
+// store contract, one statement per operation, a fleet of processes on one key, fencing
+// a stale holder in SQL, and wake-on-release through LISTEN/NOTIFY. Nothing is mocked;
+// every wait is bounded. Run: node --test js-tests/postgres-store.test.mjs
+// (LEASEHOLD_ENGINE=wasm runs it on the wasm engine.)
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import {
+  engine,
+  ResiliencePipelineBuilder,
+  LockStoreError,
+  LockNotAcquiredError,
+  acquireLock,
+  getLockToken,
+} from 'leasehold';
+import { PostgresLockStore } from 'leasehold/postgres';
+import { startPostgres, waitFor } from './support/postgres.mjs';
+
+// A lost connection, a dead listener or a failing statement must never leave a
+// rejection unhandled or an exception uncaught.
+const unhandled = [];
+process.on('unhandledRejection', (reason) => unhandled.push(reason));
+
+// ---------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------
+
+const noop = () => {};
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Rejects when `promise` has not settled after `ms`. */
+async function within(ms, what, promise) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let serial = 0;
+const uniqueKey = (name) => `${name}-${++serial}`;
+const lock = (options) => new ResiliencePipelineBuilder().addLock(options).build();
+
+/** A `{ query }` client that records every query (text and values) and passes it on. */
+function recording(client) {
+  const calls = [];
+  const wrapped = {
+    query(text, values) {
+      calls.push({ text, values });
+      return client.query(text, values);
+    },
+  };
+  return { client: wrapped, calls };
+}
+
+let server;
+let pool;
+let admin; // a plain Client for direct SQL
+const stores = [];
+const clients = [];
+
+function newStore(options) {
+  const store = new PostgresLockStore({ client: pool, ...options });
+  stores.push(store);
+  return store;
+}
+
+async function newClient() {
+  const client = new pg.Client(server.connectionOptions);
+  client.on('error', noop);
+  await client.connect();
+  clients.push(client);
+  return client;
+}
+
+async function row(table, key) {
+  const { rows } = await admin.query(`SELECT key, owner, token::text AS token, expires_at FROM ${table} WHERE key = $1`, [key]);
+  return rows[0];
+}
+
+before(async () => {
+  server = await startPostgres();
+  pool = new pg.Pool({ ...server.connectionOptions, max: 8 });
+  pool.on('error', noop);
+  admin = new pg.Client(server.connectionOptions);
+  admin.on('error', noop);
+  await admin.connect();
+  await new PostgresLockStore({ client: pool }).ensureSchema();
+});
+
+after(async () => {
+  await Promise.allSettled(stores.map((s) => s.close()));
+  await Promise.allSettled(clients.map((c) => c.end()));
+  await admin?.end().catch(noop);
+  await pool?.end();
+  await server?.stop();
+  assert.deepEqual(unhandled, [], 'no unhandled rejection in the whole file');
+});
+
+test(`the engine in use is the one asked for (${engine})`, () => {
+  assert.equal(engine, process.env.LEASEHOLD_ENGINE || 'native');
+});
+
+// ---------------------------------------------------------------------------------
+// construction and validation (no statement runs)
+// ---------------------------------------------------------------------------------
+
+describe('PostgresLockStore: arguments', () => {
+  test('the constructor names what is wrong', () => {
+    const client = { query: async () => ({ rows: [] }) };
+    assert.throws(() => new PostgresLockStore(), { name: 'TypeError', message: /options/ });
+    assert.throws(() => new PostgresLockStore({}), { name: 'TypeError', message: /client/ });
+    assert.throws(() => new PostgresLockStore({ client: null }), { name: 'TypeError', message: /client/ });
+    assert.throws(() => new PostgresLockStore({ client: { get() {} } }), { name: 'TypeError', message: /client/ });
+    assert.throws(() => new PostgresLockStore({ client, table: '' }), { name: 'TypeError', message: /table/ });
+    assert.throws(() => new PostgresLockStore({ client, table: 7 }), { name: 'TypeError', message: /table/ });
+    assert.throws(() => new PostgresLockStore({ client, table: 'x'.repeat(64) }), { name: 'RangeError', message: /table/ });
+    assert.throws(() => new PostgresLockStore({ client, table: 'a\u0000b' }), { name: 'TypeError', message: /table/ });
+    assert.throws(() => new PostgresLockStore({ client, schema: '' }), { name: 'TypeError', message: /schema/ });
+    assert.throws(() => new PostgresLockStore({ client, schema: null }), { name: 'TypeError', message: /schema/ });
+    assert.throws(() => new PostgresLockStore({ client, notify: 'yes' }), { name: 'TypeError', message: /notify/ });
+    assert.throws(() => new PostgresLockStore({ client, listenClient: {} }), { name: 'TypeError', message: /listenClient/ });
+    const store = new PostgresLockStore({ client });
+    assert.equal(store.table, 'leasehold_locks');
+    assert.equal(store.schema, undefined);
+    assert.equal(store.notify, true);
+    assert.equal(store.canSubscribe, false, 'a single client without listenClient cannot listen');
+    assert.equal(store.subscribe('k', noop)(), undefined, 'subscribe is then a no-op returning a no-op');
+  });
+
+  test('every method names its bad argument, before any statement runs', async () => {
+    const { client, calls } = recording({ query: async () => ({ rows: [] }) });
+    const store = new PostgresLockStore({ client });
+    const badText = [
+      [undefined, 'TypeError'],
+      [null, 'TypeError'],
+      ['', 'TypeError'],
+      [42, 'TypeError'],
+      [{}, 'TypeError'],
+      ['a\u0000b', 'TypeError'],
+    ];
+    for (const [bad, name] of badText) {
+      await assert.rejects(store.acquire(bad, 'o', 1000), { name, message: /key/ });
+      await assert.rejects(store.acquire('k', bad, 1000), { name, message: /owner/ });
+      await assert.rejects(store.renew(bad, 'o', 1000), { name, message: /key/ });
+      await assert.rejects(store.renew('k', bad, 1000), { name, message: /owner/ });
+      await assert.rejects(store.release(bad, 'o'), { name, message: /key/ });
+      await assert.rejects(store.release('k', bad), { name, message: /owner/ });
+      await assert.rejects(store.isLocked(bad), { name, message: /key/ });
+      await assert.rejects(store.ttl(bad), { name, message: /key/ });
+      assert.throws(() => store.subscribe(bad, noop), { name, message: /key/ });
+    }
+    for (const [bad, name] of [
+      ['1000', 'TypeError'],
+      [undefined, 'TypeError'],
+      [10n, 'TypeError'],
+      [0, 'RangeError'],
+      [-5, 'RangeError'],
+      [1.5, 'RangeError'],
+      [Number.NaN, 'RangeError'],
+      [Number.POSITIVE_INFINITY, 'RangeError'],
+    ]) {
+      await assert.rejects(store.acquire('k', 'o', bad), { name, message: /ttlMs/ });
+      await assert.rejects(store.renew('k', 'o', bad), { name, message: /ttlMs/ });
+    }
+    assert.throws(() => store.subscribe('k', 'not a function'), { name: 'TypeError', message: /onReleased/ });
+    await assert.rejects(store.prune(-1), { name: 'RangeError', message: /idleMs/ });
+    await assert.rejects(store.prune('1h'), { name: 'TypeError', message: /idleMs/ });
+    assert.equal(calls.length, 0, 'no statement was sent');
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// the store contract
+// ---------------------------------------------------------------------------------
+
+describe('PostgresLockStore: the contract', () => {
+  test('ensureSchema is idempotent, also when many run at once', async () => {
+    const table = uniqueKey('schema_race');
+    const racers = Array.from({ length: 6 }, () => new PostgresLockStore({ client: pool, table }));
+    await Promise.all(racers.map((s) => s.ensureSchema()));
+    await racers[0].ensureSchema();
+    const { rows } = await admin.query(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.column_name} ${r.data_type}`),
+      ['key text', 'owner text', 'expires_at timestamp with time zone', 'token bigint'],
+    );
+    assert.ok((await racers[1].acquire('k', 'o', 1000)).fencingToken > 0);
+  });
+
+  test('acquire, held, not reentrant; renew and release only by the owner', async () => {
+    const store = newStore();
+    const key = uniqueKey('contract');
+    const first = await store.acquire(key, 'alice', 10_000);
+    assert.ok(first && Number.isSafeInteger(first.fencingToken) && first.fencingToken > 0, `token ${first?.fencingToken}`);
+    assert.equal(await store.acquire(key, 'bob', 10_000), undefined, 'held by alice');
+    assert.equal(await store.acquire(key, 'alice', 10_000), undefined, 'not reentrant');
+    assert.equal(await store.isLocked(key), true);
+    const left = await store.ttl(key);
+    assert.ok(left > 9000 && left <= 10_000, `ttl ${left}`);
+
+    assert.equal(await store.renew(key, 'bob', 60_000), false, 'bob cannot renew');
+    assert.equal(await store.renew(key, 'alice', 60_000), true);
+    const renewed = await store.ttl(key);
+    assert.ok(renewed > 59_000 && renewed <= 60_000, `ttl after renew ${renewed}`);
+
+    assert.equal(await store.release(key, 'bob'), false, 'bob cannot release');
+    assert.equal(await store.isLocked(key), true, "alice's lease is left alone");
+    assert.equal(await store.release(key, 'alice'), true);
+    assert.equal(await store.release(key, 'alice'), false, 'a second release finds nothing');
+    assert.equal(await store.renew(key, 'alice', 1000), false, 'a released lease cannot be renewed');
+    assert.equal(await store.isLocked(key), false);
+    assert.equal(await store.ttl(key), undefined);
+
+    // The row stays, owner cleared, token kept: the next token continues from it.
+    const kept = await row('leasehold_locks', key);
+    assert.equal(kept.owner, null);
+    assert.equal(Number(kept.token), first.fencingToken);
+    const second = await store.acquire(key, 'bob', 10_000);
+    assert.ok(second.fencingToken > first.fencingToken, `${second.fencingToken} > ${first.fencingToken}`);
+    assert.equal(await store.release(key, 'bob'), true);
+  });
+
+  test('expiry is judged by the database clock: a lapsed lease can be taken, and its holder can neither renew nor release', async () => {
+    const store = newStore();
+    const key = uniqueKey('expiry');
+    const a = await store.acquire(key, 'a', 150);
+    // The lease ends 150 ms after the database's own clock_timestamp(), whatever this process's clock says.
+    const { rows } = await admin.query(
+      `SELECT extract(epoch FROM expires_at - clock_timestamp()) * 1000 AS left FROM leasehold_locks WHERE key = $1`,
+      [key],
+    );
+    assert.ok(Number(rows[0].left) > 0 && Number(rows[0].left) <= 150, `database says ${rows[0].left} ms left`);
+    assert.equal(await store.acquire(key, 'b', 150), undefined);
+    await waitFor('the lease to lapse by the database clock', async () => !(await store.isLocked(key)), {
+      timeoutMs: 2000,
+      intervalMs: 10,
+    });
+    assert.equal(await store.ttl(key), undefined);
+    assert.equal(await store.renew(key, 'a', 1000), false, 'a lapsed lease cannot be renewed');
+    const b = await store.acquire(key, 'b', 5000);
+    assert.ok(b.fencingToken > a.fencingToken, `token after expiry ${b.fencingToken} > ${a.fencingToken}`);
+    assert.equal(await store.release(key, 'a'), false, 'the old holder cannot release the new lease');
+    assert.equal(await store.renew(key, 'a', 1000), false);
+    assert.equal(await store.isLocked(key), true);
+    assert.equal(await store.release(key, 'b'), true);
+  });
+
+  test('the client clock plays no part: no statement carries a time from this process', async () => {
+    const { client, calls } = recording(pool);
+    const store = new PostgresLockStore({ client });
+    const key = uniqueKey('no-client-clock');
+    const realNow = Date.now;
+    Date.now = () => realNow() + 3_600_000; // this process believes it is an hour later
+    try {
+      await store.acquire(key, 'o', 5000);
+      assert.equal(await store.acquire(key, 'p', 5000), undefined, 'still held: only the database clock counts');
+      assert.equal(await store.renew(key, 'o', 5000), true);
+      assert.equal(await store.isLocked(key), true);
+      assert.equal(await store.release(key, 'o'), true);
+    } finally {
+      Date.now = realNow;
+    }
+    for (const { values } of calls) {
+      for (const v of values ?? []) assert.ok(typeof v === 'string' || (typeof v === 'number' && v === 5000), `value ${v}`);
+    }
+  });
+
+  test('tokens strictly increase per key across release, expiry and pruned rows; keys are independent', async () => {
+    const store = newStore();
+    const key = uniqueKey('tokens');
+    const other = uniqueKey('tokens-other');
+    const tokens = [];
+    for (let i = 0; i < 5; i++) {
+      const t = await store.acquire(key, `o${i}`, 5000);
+      tokens.push(t.fencingToken);
+      assert.equal(await store.release(key, `o${i}`), true);
+    }
+    const lapsing = await store.acquire(key, 'lapse', 30);
+    tokens.push(lapsing.fencingToken);
+    await sleep(60);
+    const afterExpiry = await store.acquire(key, 'next', 30);
+    tokens.push(afterExpiry.fencingToken);
+    await sleep(60);
+    // The row is deleted (pruned): the next token still exceeds every earlier one.
+    assert.ok((await store.prune(0)) >= 1);
+    assert.equal(await row('leasehold_locks', key), undefined, 'the row was pruned');
+    tokens.push((await store.acquire(key, 'after-prune', 5000)).fencingToken);
+    for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens ${tokens.join(' < ')}`);
+    for (const t of tokens) assert.ok(Number.isSafeInteger(t), `safe integer ${t}`);
+    // Another key has its own lease.
+    assert.ok(await store.acquire(other, 'x', 5000));
+    assert.equal(await store.isLocked(key), true);
+    await store.release(key, 'after-prune');
+    await store.release(other, 'x');
+  });
+
+  test('two owners racing for a free key: exactly one wins, many times over', async () => {
+    const store = newStore();
+    for (let round = 0; round < 30; round++) {
+      const key = uniqueKey('race');
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => store.acquire(key, `o${i}`, 5000)));
+      assert.equal(answers.filter(Boolean).length, 1, `round ${round}: ${JSON.stringify(answers)}`);
+    }
+  });
+
+  test('prune deletes only keys free for long enough; live leases are never pruned', async () => {
+    const table = uniqueKey('prune_t');
+    const store = newStore({ table });
+    await store.ensureSchema();
+    await store.acquire('live', 'o', 60_000);
+    await store.acquire('released', 'o', 60_000);
+    await store.release('released', 'o');
+    assert.equal(await store.prune(60_000), 0, 'nothing has been free for a minute');
+    assert.equal(await store.prune(0), 1, 'the released key goes, the live one stays');
+    assert.equal(await store.isLocked('live'), true);
+  });
+
+  test('awkward keys (long, quotes, Unicode, SQL) and an awkward table name in a schema', async () => {
+    await admin.query('CREATE SCHEMA IF NOT EXISTS "lock schema"');
+    const store = newStore({ schema: 'lock schema', table: 'locks"; DROP TABLE x; --' });
+    await store.ensureSchema();
+    const keys = ["it's", '"quoted"', 'a\nb', '🔒', 'ключ', '%_*', 'x'.repeat(10_000), "'); DROP TABLE leasehold_locks; --"];
+    for (const key of keys) {
+      const lease = await store.acquire(key, 'o', 5000);
+      assert.ok(lease, `acquired ${key.slice(0, 20)}`);
+      assert.equal(await store.acquire(key, 'p', 5000), undefined);
+      assert.equal(await store.renew(key, 'o', 5000), true);
+      assert.equal(await store.release(key, 'o'), true, `released ${key.slice(0, 20)}`);
+    }
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "lock schema"."locks""; DROP TABLE x; --"`);
+    assert.equal(rows[0].n, keys.length);
+    assert.ok(await row('leasehold_locks', uniqueKey('still-there')) === undefined, 'the default table still exists');
+  });
+
+  test('database errors reject unchanged, and the engine wraps them in LockStoreError with the cause', async () => {
+    let thrown;
+    const spy = {
+      query: (text, values) =>
+        pool.query(text, values).catch((err) => {
+          thrown = err;
+          throw err;
+        }),
+    };
+    const store = new PostgresLockStore({ client: spy, table: 'no_such_table' });
+    const direct = await store.acquire('k', 'o', 1000).catch((err) => err);
+    assert.equal(direct, thrown, 'the very error the client threw');
+    assert.equal(direct.code, '42P01', 'undefined_table');
+    for (const call of [() => store.renew('k', 'o', 1000), () => store.release('k', 'o'), () => store.isLocked('k'), () => store.ttl('k')]) {
+      await assert.rejects(call(), (err) => err === thrown && err.code === '42P01');
+    }
+
+    let ran = false;
+    const err = await lock({ key: 'k', store })
+      .execute(() => {
+        ran = true;
+      })
+      .catch((e) => e);
+    assert.ok(err instanceof LockStoreError, `${err}`);
+    assert.equal(err.key, 'k');
+    assert.equal(err.method, 'acquire');
+    assert.equal(err.cause, thrown);
+    assert.equal(ran, false);
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// one statement per operation
+// ---------------------------------------------------------------------------------
+
+describe('one statement per operation', () => {
+  for (const notify of [true, false]) {
+    test(`acquire, renew and release send one statement each (notify: ${notify})`, async () => {
+      const { client, calls } = recording(pool);
+      const store = new PostgresLockStore({ client, notify });
+      const key = uniqueKey('one-statement');
+      const count = async (fn) => {
+        const before = calls.length;
+        await fn();
+        return calls.slice(before);
+      };
+      const acquired = await count(() => store.acquire(key, 'o', 5000));
+      const held = await count(() => store.acquire(key, 'p', 5000));
+      const renewed = await count(() => store.renew(key, 'o', 5000));
+      const released = await count(() => store.release(key, 'o'));
+      const notReleased = await count(() => store.release(key, 'o'));
+      for (const [what, sent] of Object.entries({ acquired, held, renewed, released, notReleased })) {
+        assert.equal(sent.length, 1, `${what}: one query call`);
+        // One statement: no `;` outside the SQL text's string literals.
+        assert.ok(!sent[0].text.replace(/'[^']*'/g, '').includes(';'), `${what}: a single statement`);
+      }
+      assert.equal(released[0].text.includes('pg_notify'), notify, 'the NOTIFY rides in the release statement');
+    });
+  }
+
+  test('an execution through the engine costs two statements: acquire and release', async () => {
+    const { client, calls } = recording(pool);
+    const store = new PostgresLockStore({ client, notify: false });
+    const value = await lock({ key: uniqueKey('engine-statements'), store, ttl: '30s' }).execute(() => getLockToken());
+    assert.ok(value > 0);
+    assert.equal(calls.length, 2, calls.map((c) => c.text.split('\n')[0]).join(' | '));
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// a fleet of processes on one key, through the real engine
+// ---------------------------------------------------------------------------------
+
+const WORKER = fileURLToPath(new URL('./support/postgres-worker.mjs', import.meta.url));
+
+function startWorker(url, key, count) {
+  const child = spawn(process.execPath, [WORKER, url, key, String(count)], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
+  const ready = deferred();
+  const result = deferred();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk.toString('utf8');
+    let nl;
+    while ((nl = stdout.indexOf('\n')) !== -1) {
+      const message = JSON.parse(stdout.slice(0, nl));
+      stdout = stdout.slice(nl + 1);
+      if (message.ready) ready.resolve(message);
+      else result.resolve(message);
+    }
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const failed = exited.then(({ code, signal }) => {
+    throw new Error(`worker exited (${code ?? signal}) before reporting:\n${stderr}`);
+  });
+  failed.catch(noop);
+  return {
+    child,
+    exited,
+    ready: Promise.race([ready.promise, failed]),
+    result: Promise.race([result.promise, failed]),
+    go: () => child.stdin.end('go\n'),
+  };
+}
+
+describe('a fleet of processes on one key', () => {
+  const WORKERS = 8;
+  const EACH = 50;
+
+  test(`${WORKERS} processes x ${EACH} executions: one holder at a time, tokens increasing in holding order`, async (t) => {
+    const key = 'nightly-settlement';
+    await admin.query('CREATE TABLE fleet (key text PRIMARY KEY, inside int NOT NULL, peak int NOT NULL, runs int NOT NULL)');
+    await admin.query('INSERT INTO fleet VALUES ($1, 0, 0, 0)', [key]);
+    await new PostgresLockStore({ client: pool, table: 'fleet_locks' }).ensureSchema();
+    const workers = [];
+    try {
+      for (let i = 0; i < WORKERS; i++) workers.push(startWorker(server.url, key, EACH));
+      const ready = await within(20_000, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+      for (const r of ready) assert.equal(r.engine, engine, 'the workers run the same engine');
+      const started = performance.now();
+      for (const w of workers) w.go();
+      const results = await within(30_000, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+      const wall = performance.now() - started;
+      t.diagnostic(
+        `fleet wall time ${Math.round(wall)} ms for ${WORKERS * EACH} executions (${(wall / (WORKERS * EACH)).toFixed(2)} ms each); ` +
+          `per worker: ${results.map((r) => `${r.elapsedMs} ms`).join(', ')}`,
+      );
+      const exits = await within(5000, 'the workers exited', Promise.all(workers.map((w) => w.exited)));
+      assert.deepEqual(exits, workers.map(() => ({ code: 0, signal: null })));
+      for (const r of results) {
+        assert.deepEqual(r.errors, []);
+        assert.equal(r.completed, EACH);
+        assert.equal(r.max, 1, 'each worker always found itself alone');
+      }
+      const { rows } = await admin.query('SELECT inside, peak, runs FROM fleet WHERE key = $1', [key]);
+      assert.deepEqual(rows[0], { inside: 0, peak: 1, runs: WORKERS * EACH }, 'never two holders at once');
+
+      const all = results.flatMap((r) => r.records).sort((a, b) => a[0] - b[0]);
+      assert.deepEqual(all.map(([position]) => position), Array.from({ length: all.length }, (_, i) => i + 1));
+      for (let i = 1; i < all.length; i++) {
+        assert.ok(all[i][1] > all[i - 1][1], `section ${all[i][0]}: token ${all[i][1]} > ${all[i - 1][1]}`);
+      }
+      t.diagnostic(`acquisitions per worker: ${results.map((r) => r.completed).join(', ')}`);
+    } finally {
+      for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// fencing a stale holder in SQL
+// ---------------------------------------------------------------------------------
+
+describe('fencing tokens in SQL', () => {
+  test("a stale holder's write is refused after a newer holder wrote", async () => {
+    const store = newStore();
+    const key = uniqueKey('account-42');
+    await admin.query('CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, fence bigint NOT NULL DEFAULT 0)');
+    await admin.query('INSERT INTO accounts (id, balance) VALUES (42, 100)');
+    /** The only way to write: guarded by the fencing token. */
+    const write = async (token, balance) =>
+      (await pool.query('UPDATE accounts SET balance = $1, fence = $2 WHERE id = 42 AND fence < $2', [balance, token])).rowCount === 1;
+
+    // A takes the lease by hand, without renewal, and then "pauses" (a GC pause, a
+    // stopped VM) for longer than its ttl.
+    const stale = await acquireLock(store, key, '200ms');
+    assert.ok(stale);
+    await sleep(300);
+
+    // B finds the key free (by the database clock) and writes under a newer token.
+    const fresh = await lock({ key, store, ttl: '5s' }).execute(async () => {
+      const token = getLockToken();
+      assert.ok(await write(token, 150), 'the current holder writes');
+      return token;
+    });
+    assert.ok(fresh > stale.fencingToken, `${fresh} > ${stale.fencingToken}`);
+
+    // A wakes up and writes with its old token: refused by the database.
+    assert.equal(await write(stale.fencingToken, 90), false, 'the stale write is refused');
+    const { rows } = await admin.query('SELECT balance, fence::text AS fence FROM accounts WHERE id = 42');
+    assert.deepEqual(rows[0], { balance: 150, fence: String(fresh) });
+    assert.equal(await stale.release(), false, 'the stale lease had lapsed');
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// wake-on-release through LISTEN/NOTIFY
+// ---------------------------------------------------------------------------------
+
+/**
+ * Holds `key` through `holderStore`, starts a waiter through `waiterStore`, releases after
+ * `holdMs` (placed between two polls: 50, 150, 350, 750, 1550 ms after the first try),
+ * and resolves to how long after the release the waiter's callback ran.
+ */
+async function handover(holderStore, waiterStore, key, holdMs) {
+  const holding = deferred();
+  const release = deferred();
+  const holder = lock({ key, store: holderStore, ttl: '10s' }).execute(async () => {
+    holding.resolve();
+    await release.promise;
+  });
+  await holding.promise;
+  let ranAt;
+  const waiter = lock({ key, store: waiterStore, ttl: '10s', wait: '10s' }).execute(() => {
+    ranAt = performance.now();
+  });
+  await sleep(holdMs);
+  release.resolve();
+  await holder;
+  const releasedAt = performance.now();
+  await within(5000, 'the waiter', waiter);
+  return ranAt - releasedAt;
+}
+
+describe('wake-on-release', () => {
+  test('a waiter is woken by NOTIFY at once, long before its next poll', async (t) => {
+    const store = newStore();
+    assert.equal(store.canSubscribe, true, 'a Pool lends a listen connection');
+    const woken = await handover(store, store, uniqueKey('wake'), 950);
+    const polling = newStore({ notify: false });
+    const polled = await handover(polling, polling, uniqueKey('poll'), 950);
+    t.diagnostic(`handover after release: ${woken.toFixed(1)} ms with NOTIFY, ${polled.toFixed(1)} ms polling`);
+    assert.ok(woken < 150, `woken ${woken.toFixed(1)} ms after the release`);
+    assert.ok(polled > 300, `without NOTIFY the waiter waits for its poll (${polled.toFixed(1)} ms)`);
+  });
+
+  test('across stores and connections: a release through one store wakes a waiter on another', async () => {
+    const holderClient = await newClient();
+    const listenClient = await newClient();
+    const waiterClient = await newClient();
+    const holderStore = new PostgresLockStore({ client: holderClient }); // a single Client: announces, cannot listen
+    const waiterStore = new PostgresLockStore({ client: waiterClient, listenClient });
+    stores.push(holderStore, waiterStore);
+    assert.equal(holderStore.canSubscribe, false);
+    assert.equal(waiterStore.canSubscribe, true);
+    const woken = await handover(holderStore, waiterStore, uniqueKey('cross'), 950);
+    assert.ok(woken < 150, `woken ${woken.toFixed(1)} ms after the release`);
+  });
+
+  test('channels are reference counted, listeners that throw are ignored, expiry is not announced', async () => {
+    const raw = await newClient();
+    const { client: listenClient, calls } = recording(raw);
+    listenClient.on = raw.on.bind(raw);
+    listenClient.removeListener = raw.removeListener.bind(raw);
+    const store = newStore({ listenClient });
+    const key = uniqueKey('refcount');
+    const seen = [];
+    const stopThrowing = store.subscribe(key, () => {
+      seen.push('thrower');
+      throw new Error('a listener bug');
+    });
+    const stopA = store.subscribe(key, () => seen.push('a'));
+    const stopB = store.subscribe(key, () => seen.push('b'));
+    await waitFor('one LISTEN', () => calls.some((c) => /^LISTEN/.test(c.text)), { timeoutMs: 2000 });
+    assert.equal(calls.filter((c) => /LISTEN/.test(c.text)).length, 1, 'one LISTEN for three listeners');
+
+    await store.acquire(key, 'o', 5000);
+    await store.release(key, 'o');
+    await waitFor('all three listeners called', () => seen.length === 3, { timeoutMs: 2000 });
+    assert.deepEqual(seen.sort(), ['a', 'b', 'thrower']);
+
+    stopThrowing();
+    stopA();
+    stopA(); // idempotent
+    await sleep(50);
+    assert.equal(calls.filter((c) => /UNLISTEN/.test(c.text)).length, 0, 'still listened to by b');
+    seen.length = 0;
+    await store.acquire(key, 'o', 40);
+    await sleep(80); // expires: not announced
+    await store.acquire(key, 'p', 5000);
+    await store.release(key, 'p');
+    await waitFor('b called once', () => seen.length === 1, { timeoutMs: 2000 });
+    assert.deepEqual(seen, ['b']);
+
+    stopB();
+    await waitFor('one UNLISTEN', () => calls.some((c) => /^UNLISTEN/.test(c.text)), { timeoutMs: 2000 });
+    await store.acquire(key, 'o', 5000);
+    await store.release(key, 'o');
+    await sleep(50);
+    assert.deepEqual(seen, ['b'], 'no listener left');
+  });
+
+  test('the pooled listen connection dying is survived: no crash, a new one is taken, wake-ups resume', async () => {
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 3, application_name: 'leasehold-listen-test' });
+    localPool.on('error', noop);
+    const store = new PostgresLockStore({ client: localPool });
+    try {
+      const key = uniqueKey('reconnect');
+      let wakes = 0;
+      const stop = store.subscribe(key, () => {
+        wakes += 1;
+      });
+      const listeners = async () =>
+        (
+          await admin.query(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'leasehold-listen-test' AND query LIKE '%LISTEN%'",
+          )
+        ).rows.map((r) => r.pid);
+      const [first] = await waitFor('a listen connection', async () => {
+        const pids = await listeners();
+        return pids.length === 1 ? pids : undefined;
+      });
+      await admin.query('SELECT pg_terminate_backend($1)', [first]);
+      const [second] = await waitFor(
+        'a new listen connection',
+        async () => {
+          const pids = await listeners();
+          return pids.length === 1 && pids[0] !== first ? pids : undefined;
+        },
+        { timeoutMs: 5000, intervalMs: 50 },
+      );
+      assert.notEqual(second, first);
+      await store.acquire(key, 'o', 5000);
+      await store.release(key, 'o');
+      await waitFor('the wake-up on the new connection', () => wakes === 1, { timeoutMs: 2000 });
+      stop();
+    } finally {
+      await store.close();
+      await localPool.end();
+    }
+  });
+
+  test('close() gives the pooled connection back: pool.end() finishes', async () => {
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2 });
+    localPool.on('error', noop);
+    const store = new PostgresLockStore({ client: localPool });
+    store.subscribe(uniqueKey('close'), noop);
+    await waitFor('the listen connection', () => localPool.totalCount === 1, { timeoutMs: 2000 });
+    await store.close();
+    assert.equal(store.subscribe('k', noop)(), undefined, 'subscribe is a no-op after close');
+    await within(3000, 'pool.end()', localPool.end());
+  });
+});
+
+describe('through the engine', () => {
+  test('fail fast on a held key is a LockNotAcquiredError; the token in the callback is the row token', async () => {
+    const store = newStore();
+    const key = uniqueKey('engine');
+    await lock({ key, store }).execute(async () => {
+      const token = getLockToken();
+      assert.equal(Number((await row('leasehold_locks', key)).token), token);
+      await assert.rejects(lock({ key, store }).execute(noop), LockNotAcquiredError);
+    });
+    assert.equal(await store.isLocked(key), false, 'released when the callback settled');
+  });
+});

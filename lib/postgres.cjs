@@ -1,0 +1,533 @@
+'use strict';
+/**
+ * `leasehold/postgres`: a `LockStore` on PostgreSQL, for the `pg` client (a `Pool`, a
+ * `Client` or a pooled client) and anything that answers `query(text, values)` with
+ * `{ rows }` the way `pg` does. Plain JavaScript, no dependency: the store works with
+ * the client object it is given.
+ *
+ * What it promises
+ * - One statement (one round trip) per `acquire`, `renew` and `release`. The release
+ *   announcement (`pg_notify`) is part of the release statement.
+ * - Expiry is judged by the DATABASE clock (`clock_timestamp()`), never the client's:
+ *   processes on machines with skewed clocks agree on who holds a lock.
+ * - The fencing token is issued by the same statement that takes the lease, under the
+ *   key's row lock, and only ever increases per key: across release, across expiry,
+ *   and across the row being deleted (`prune`, TRUNCATE, a restore) as long as the
+ *   database's wall clock does not step back (see ACQUIRE below).
+ * - `renew` answering `false` and `release` answering `false` are definitive: the live
+ *   lease is not this owner's. Every database or client error (connection refused,
+ *   missing table, timeout, ...) rejects unchanged; nothing is turned into `false` or
+ *   `undefined`.
+ * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
+ *
+ * The table. One row per key locked (and not pruned since):
+ *   key text PRIMARY KEY, owner text, expires_at timestamptz, token bigint
+ * A released lease keeps its row: `owner` becomes NULL and `expires_at` the release
+ * time, and `token` stays, so the next acquire continues the key's sequence. The table
+ * therefore grows with the number of distinct keys ever locked, about 60 bytes plus the
+ * key (twice: heap and primary key index) per key. For a bounded set of keys (jobs,
+ * accounts, resources) that is nothing; for unbounded keys (request ids, ...) call
+ * `prune(idleMs)` from time to time: it deletes the rows of keys free for at least
+ * `idleMs`, and tokens stay monotonic for those keys too.
+ *
+ * Wake-on-release. Released leases are announced with NOTIFY on a channel per key,
+ * `leasehold_<md5(schema.table NUL key)>` (42 characters: any key, of any length,
+ * makes a valid channel name; stores wake each other when they name the table the
+ * same way, `schema` included). `subscribe` LISTENs on a dedicated connection: the
+ * `listenClient` option, or else, when `client` is a `pg.Pool`, one client taken from
+ * the pool with `pool.connect()` on the first `subscribe` and kept until `close()`.
+ * With a single `Client` and no `listenClient`, `subscribe` is a no-op and waiters
+ * poll (50 ms doubling to 1 s): a connection that runs queries cannot also wait for
+ * notifications between them without delaying them.
+ */
+
+const { createHash } = require('node:crypto');
+
+// ---------------------------------------------------------------------------------
+// Names and argument checks
+// ---------------------------------------------------------------------------------
+
+function noop() {}
+
+function describe(value) {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  if (value === null) return 'null';
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
+}
+
+/** Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000). */
+function checkText(name, value) {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
+  }
+  if (value.includes('\u0000')) {
+    throw new TypeError(`${name} must not contain the character U+0000 (PostgreSQL text cannot store it)`);
+  }
+}
+
+function checkTtl(value) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
+  }
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
+  }
+}
+
+/** A table or schema name: used as a quoted identifier, so any text that fits one. */
+function checkIdentifier(name, value) {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
+  }
+  if (value.includes('\u0000')) throw new TypeError(`${name} must not contain the character U+0000`);
+  if (Buffer.byteLength(value, 'utf8') > 63) {
+    throw new RangeError(`${name} must be at most 63 bytes long (a PostgreSQL identifier), got ${describe(value)}`);
+  }
+}
+
+/** `"name"`, with inner quotes doubled: safe for any text. */
+function quoteIdentifier(name) {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function isQueryable(value) {
+  return value != null && (typeof value === 'object' || typeof value === 'function') && typeof value.query === 'function';
+}
+
+/** A `pg.Pool` (or a pool built on pg-pool): `connect()` hands out clients to release. */
+function isPool(client) {
+  return typeof client.connect === 'function' && 'totalCount' in client && 'idleCount' in client;
+}
+
+function toToken(reply) {
+  const n = typeof reply === 'number' ? reply : Number(reply);
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new Error(`PostgresLockStore: unexpected token from the acquire statement: ${describe(reply)}`);
+  }
+  return n;
+}
+
+function rowsOf(result, method) {
+  const rows = result == null ? undefined : result.rows;
+  if (!Array.isArray(rows)) {
+    throw new Error(`PostgresLockStore: the client's query() did not resolve to { rows: [...] } for ${method}`);
+  }
+  return rows;
+}
+
+const MIN_RECONNECT_MS = 1000;
+
+// ---------------------------------------------------------------------------------
+// The store
+// ---------------------------------------------------------------------------------
+
+class PostgresLockStore {
+  #client;
+  #listenClientOption;
+  #pool;
+  #notify;
+  #table;
+  #schema;
+  #qualified; // the quoted, schema-qualified table name used in SQL
+  #sql;
+
+  // Release announcements: channel -> set of listener entries.
+  #listeners = new Map();
+  #connection = null; // the listen connection, once open
+  #listening = new Set();
+  #syncing = null; // the running sync pass, if any
+  #dirty = false;
+  #closed = false;
+  #retryTimer = undefined;
+
+  /**
+   * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
+   */
+  constructor(options) {
+    if (options == null || typeof options !== 'object') {
+      throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
+    }
+    const { client, table = 'leasehold_locks', schema, notify = true, listenClient } = options;
+    if (!isQueryable(client)) {
+      throw new TypeError(
+        `client must be a pg Pool or Client (an object with query(text, values)), got ${describe(client)}`,
+      );
+    }
+    checkIdentifier('table', table);
+    if (schema !== undefined) checkIdentifier('schema', schema);
+    if (typeof notify !== 'boolean') throw new TypeError(`notify must be a boolean, got ${describe(notify)}`);
+    if (listenClient !== undefined && !(isQueryable(listenClient) && typeof listenClient.on === 'function')) {
+      throw new TypeError(
+        `listenClient must be a connected pg Client (query() and on('notification')), got ${describe(listenClient)}`,
+      );
+    }
+    this.#client = client;
+    this.#listenClientOption = listenClient;
+    this.#pool = listenClient === undefined && isPool(client) ? client : undefined;
+    this.#notify = notify;
+    this.#table = table;
+    this.#schema = schema;
+    this.#qualified = schema === undefined ? quoteIdentifier(table) : `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
+    this.#sql = statements(this.#qualified, notify);
+  }
+
+  /** The table name (unquoted). */
+  get table() {
+    return this.#table;
+  }
+
+  /** The schema name, or `undefined` (the connection's search_path decides). */
+  get schema() {
+    return this.#schema;
+  }
+
+  /** Whether releases are announced with NOTIFY and `subscribe` listens. */
+  get notify() {
+    return this.#notify;
+  }
+
+  /**
+   * Creates the table if it does not exist (the schema itself must exist). Safe to call
+   * from many processes at once, and on every start.
+   */
+  async ensureSchema() {
+    try {
+      await this.#client.query(this.#sql.create);
+    } catch (err) {
+      // Two sessions creating the same table at once: the loser fails on the catalog's
+      // unique index (23505) or finds the table (42P07). The table exists now.
+      if (err == null || (err.code !== '23505' && err.code !== '42P07')) throw err;
+      await this.#client.query(this.#sql.create);
+    }
+  }
+
+  /**
+   * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
+   * fencing token, or `undefined` when the key is held (by anyone, this owner included:
+   * locks are not reentrant). Rejects with the client's error when the database fails.
+   */
+  async acquire(key, owner, ttlMs) {
+    checkText('key', key);
+    checkText('owner', owner);
+    checkTtl(ttlMs);
+    const rows = rowsOf(await this.#client.query(this.#sql.acquire, [key, owner, ttlMs]), 'acquire');
+    if (rows.length === 0) return undefined;
+    return { fencingToken: toToken(rows[0].token) };
+  }
+
+  /** Resets the lease to `ttlMs` from now (database time) if it is `owner`'s live lease; `false` when it is not. */
+  async renew(key, owner, ttlMs) {
+    checkText('key', key);
+    checkText('owner', owner);
+    checkTtl(ttlMs);
+    return rowsOf(await this.#client.query(this.#sql.renew, [key, owner, ttlMs]), 'renew').length > 0;
+  }
+
+  /**
+   * Ends the lease if it is `owner`'s live lease, and announces the release (NOTIFY) in
+   * the same statement. `false` when the lease had lapsed or belongs to someone else
+   * (it is then left alone). The row and its token stay (see the table above).
+   */
+  async release(key, owner) {
+    checkText('key', key);
+    checkText('owner', owner);
+    const values = this.#notify ? [key, owner, this.#channel(key)] : [key, owner];
+    return rowsOf(await this.#client.query(this.#sql.release, values), 'release').length > 0;
+  }
+
+  /** Whether a live lease exists on `key` (advisory). */
+  async isLocked(key) {
+    checkText('key', key);
+    return rowsOf(await this.#client.query(this.#sql.isLocked, [key]), 'isLocked').length > 0;
+  }
+
+  /** Milliseconds left on the live lease on `key` (database time), `undefined` when free (advisory). */
+  async ttl(key) {
+    checkText('key', key);
+    const rows = rowsOf(await this.#client.query(this.#sql.ttl, [key]), 'ttl');
+    if (rows.length === 0) return undefined;
+    return Math.max(1, Number(rows[0].ms));
+  }
+
+  /**
+   * Deletes the rows of keys that have been free (released or expired) for at least
+   * `idleMs` (default one hour), and resolves to how many it deleted. Tokens of a
+   * pruned key keep increasing when it is locked again: a new row starts at the
+   * database time in microseconds, past every token the old row issued, unless the
+   * database clock stepped back by more than `idleMs` meanwhile.
+   */
+  async prune(idleMs = 3_600_000) {
+    if (typeof idleMs !== 'number') throw new TypeError(`idleMs must be a number of milliseconds, got ${describe(idleMs)}`);
+    if (!Number.isSafeInteger(idleMs) || idleMs < 0) {
+      throw new RangeError(`idleMs must be a non-negative integer number of milliseconds, got ${describe(idleMs)}`);
+    }
+    const rows = rowsOf(await this.#client.query(this.#sql.prune, [idleMs]), 'prune');
+    return Number(rows[0]?.pruned ?? 0);
+  }
+
+  #channel(key) {
+    const digest = createHash('md5').update(`${this.#qualified}\u0000${key}`, 'utf8').digest('hex');
+    return `leasehold_${digest}`;
+  }
+
+  /**
+   * Calls `onReleased` when a lease on `key` is released through any PostgresLockStore
+   * on the same table of the same database. Returns a function that removes the
+   * listener (idempotent).
+   *
+   * Best effort: the LISTEN takes effect a round trip after this returns, and a
+   * notification can be lost (a dropped connection); callers keep polling and treat the
+   * call as a hint to retry early. Expiry is not announced. Channels are reference
+   * counted: one LISTEN per key however many waiters. Never throws for database
+   * reasons and never lets a connection error crash the process; a listener that
+   * throws is ignored. Throws TypeError for bad arguments. A no-op (returning a no-op)
+   * when `notify` is false, when there is no connection to listen on (a single Client
+   * without `listenClient`), and after `close()`.
+   */
+  subscribe(key, onReleased) {
+    checkText('key', key);
+    if (typeof onReleased !== 'function') {
+      throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
+    }
+    if (this.#closed || !this.#notify || !this.canSubscribe) return noop;
+    const channel = this.#channel(key);
+    let entries = this.#listeners.get(channel);
+    if (entries === undefined) {
+      entries = new Set();
+      this.#listeners.set(channel, entries);
+    }
+    const entry = { onReleased };
+    entries.add(entry);
+    if (entries.size === 1) this.#sync();
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      const current = this.#listeners.get(channel);
+      if (current === undefined || !current.delete(entry)) return;
+      if (current.size === 0) {
+        this.#listeners.delete(channel);
+        this.#sync();
+      }
+    };
+  }
+
+  /** Whether `subscribe` can listen: `notify` is on and there is a `listenClient` or a Pool. */
+  get canSubscribe() {
+    return this.#notify && (this.#listenClientOption !== undefined || this.#pool !== undefined);
+  }
+
+  /**
+   * Stops listening: UNLISTENs, returns the pooled listen connection to its pool
+   * (discarded, not reused), detaches from a `listenClient` (left open: it is the
+   * caller's), and drops every listener. Call it before `pool.end()`. The store still
+   * acquires, renews and releases afterwards; `subscribe` becomes a no-op.
+   */
+  async close() {
+    this.#closed = true;
+    this.#listeners.clear();
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    if (this.#syncing !== null) await this.#syncing;
+    const connection = this.#connection;
+    this.#connection = null;
+    const channels = [...this.#listening];
+    this.#listening.clear();
+    if (connection !== null) await connection.close(channels);
+  }
+
+  #dispatch(channel) {
+    const entries = this.#listeners.get(channel);
+    if (entries === undefined) return;
+    for (const entry of [...entries]) {
+      try {
+        entry.onReleased();
+      } catch {
+        // A listener's failure is its own; it must not stop the others or the client.
+      }
+    }
+  }
+
+  /** Opens the listen connection: the `listenClient`, or a client of the pool. */
+  async #open() {
+    let client;
+    let pooled = false;
+    if (this.#listenClientOption !== undefined) {
+      client = this.#listenClientOption;
+    } else {
+      client = await this.#pool.connect();
+      pooled = true;
+    }
+    const connection = {
+      client,
+      dead: false,
+      onNotification: (message) => {
+        if (message != null && typeof message.channel === 'string') this.#dispatch(message.channel);
+      },
+      onGone: () => {
+        if (connection.dead) return;
+        connection.dead = true;
+        this.#lost(connection);
+      },
+      detach() {
+        client.removeListener?.('notification', connection.onNotification);
+        client.removeListener?.('error', connection.onGone);
+        client.removeListener?.('end', connection.onGone);
+      },
+      async close(channels) {
+        if (!connection.dead && channels.length > 0 && !pooled) {
+          // The caller's connection stays open: leave it as it was given.
+          await client.query(channels.map((c) => `UNLISTEN ${quoteIdentifier(c)}`).join('; ')).catch(noop);
+        }
+        connection.detach();
+        if (pooled) {
+          // Ours to the end: a late socket error must not find the client without a listener.
+          client.on('error', noop);
+          // Discarded rather than reused: it may still be registered for channels.
+          try {
+            client.release(true);
+          } catch {
+            // already released
+          }
+        }
+      },
+    };
+    client.on('notification', connection.onNotification);
+    client.on('error', connection.onGone);
+    client.on('end', connection.onGone);
+    return connection;
+  }
+
+  /** The listen connection failed: forget its LISTENs, reopen later if still wanted. */
+  #lost(connection) {
+    if (this.#connection !== connection) return;
+    this.#connection = null;
+    this.#listening.clear();
+    connection.close([]).catch(noop);
+    // A caller's listenClient cannot be reopened by the store; a pool can lend another.
+    if (this.#pool !== undefined && !this.#closed && this.#listeners.size > 0) this.#retryLater();
+  }
+
+  #retryLater() {
+    if (this.#retryTimer !== undefined || this.#closed) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#sync();
+    }, MIN_RECONNECT_MS);
+    this.#retryTimer.unref?.();
+  }
+
+  /** Brings the LISTENs on the connection in line with #listeners, one pass at a time. */
+  #sync() {
+    this.#dirty = true;
+    if (this.#syncing !== null) return;
+    this.#syncing = this.#syncLoop()
+      .catch(noop)
+      .then(() => {
+        this.#syncing = null;
+      });
+  }
+
+  async #syncLoop() {
+    while (this.#dirty && !this.#closed) {
+      this.#dirty = false;
+      if (this.#connection === null) {
+        if (this.#listeners.size === 0) return;
+        let connection;
+        try {
+          connection = await this.#open();
+        } catch {
+          this.#retryLater();
+          return; // no connection: waiters poll
+        }
+        if (this.#closed) {
+          await connection.close([]);
+          return;
+        }
+        this.#connection = connection;
+      }
+      const connection = this.#connection;
+      const wanted = [...this.#listeners.keys()].filter((c) => !this.#listening.has(c));
+      const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
+      const commands = [
+        ...wanted.map((c) => `LISTEN ${quoteIdentifier(c)}`),
+        ...unwanted.map((c) => `UNLISTEN ${quoteIdentifier(c)}`),
+      ];
+      if (commands.length === 0) continue;
+      try {
+        await connection.client.query(commands.join('; '));
+        if (connection === this.#connection) {
+          for (const c of wanted) this.#listening.add(c);
+          for (const c of unwanted) this.#listening.delete(c);
+        }
+      } catch {
+        // The connection failed ('error'/'end' handle it) or the statement did: the
+        // waiters keep polling; the next subscribe or unsubscribe tries again.
+      }
+    }
+  }
+}
+
+/** The SQL of a store on `table` (already quoted and qualified). */
+function statements(table, notify) {
+  /*
+   * ACQUIRE. $1 key, $2 owner, $3 ttl ms.
+   * Free means "no row, or a row whose expires_at has passed" by the database clock.
+   * The row's lock (ON CONFLICT DO UPDATE locks the conflicting row and re-checks the
+   * WHERE on its latest version) makes the check and the take atomic.
+   * token = greatest(stored token + 1, database time in microseconds). The stored
+   * token keeps the sequence strictly increasing per key, whatever the clock does; the
+   * time keeps it increasing when the row is gone (pruned, truncated, restored from an
+   * older backup). Microseconds stay below 2^53 until the year 2255: exact as a JS number.
+   */
+  const acquire = `WITH now AS (SELECT clock_timestamp() AS t)
+INSERT INTO ${table} AS l (key, owner, expires_at, token)
+SELECT $1::text, $2::text, t + $3::float8 * interval '1 millisecond', floor(extract(epoch FROM t) * 1000000)::bigint FROM now
+ON CONFLICT (key) DO UPDATE
+  SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, token = greatest(l.token + 1, EXCLUDED.token)
+  WHERE l.expires_at <= clock_timestamp()
+RETURNING l.token::text AS token`;
+
+  /* RENEW. $1 key, $2 owner, $3 ttl ms. Only the owner's live lease. */
+  const renew = `UPDATE ${table}
+SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+WHERE key = $1::text AND owner = $2::text AND expires_at > clock_timestamp()
+RETURNING 1 AS renewed`;
+
+  /*
+   * RELEASE. $1 key, $2 owner, [$3 channel]. Only the owner's live lease; the row and
+   * its token stay. The NOTIFY is sent at commit, only when a lease was released.
+   */
+  const update = `UPDATE ${table}
+  SET owner = NULL, expires_at = clock_timestamp()
+  WHERE key = $1::text AND owner = $2::text AND expires_at > clock_timestamp()
+  RETURNING 1`;
+  const release = notify
+    ? `WITH released AS (\n  ${update}\n)\nSELECT 1 AS released, pg_notify($3::text, '') FROM released`
+    : `${update} AS released`;
+
+  return {
+    create: `CREATE TABLE IF NOT EXISTS ${table} (
+  key text PRIMARY KEY,
+  owner text,
+  expires_at timestamptz NOT NULL,
+  token bigint NOT NULL
+)`,
+    acquire,
+    renew,
+    release,
+    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key = $1::text AND expires_at > clock_timestamp()`,
+    ttl: `SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS ms
+FROM ${table} WHERE key = $1::text AND expires_at > clock_timestamp()`,
+    prune: `WITH pruned AS (
+  DELETE FROM ${table} WHERE expires_at <= clock_timestamp() - $1::float8 * interval '1 millisecond' RETURNING 1
+)
+SELECT count(*)::float8 AS pruned FROM pruned`,
+  };
+}
+
+module.exports = { PostgresLockStore };

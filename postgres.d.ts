@@ -1,0 +1,116 @@
+// Type declarations for `leasehold/postgres`. Written by hand; they import nothing from
+// `pg`: clients are described by the few members the store uses.
+
+/** What the store needs from any client: `pg`'s `query(text, values)` resolving to `{ rows }`. */
+export interface PgLikeQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+}
+
+/** A client that can LISTEN: a connected `pg.Client` (or a client checked out of a pool). */
+export interface PgLikeListenClient extends PgLikeQueryable {
+  on(event: 'notification', listener: (message: { channel: string; payload?: string }) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'end', listener: () => void): unknown;
+  removeListener(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+/** A client lent by a pool: released when the store is done with it. */
+export interface PgLikePoolClient extends PgLikeListenClient {
+  release(destroy?: boolean | Error): void;
+}
+
+/** A `pg.Pool`: the store takes one client from it for LISTEN on the first `subscribe`. */
+export interface PgLikePool extends PgLikeQueryable {
+  connect(): Promise<PgLikePoolClient>;
+  readonly totalCount: number;
+  readonly idleCount: number;
+}
+
+export interface PostgresLockStoreOptions {
+  /**
+   * A `pg.Pool` (recommended), a connected `pg.Client`, or anything with `pg`'s
+   * `query(text, values)`. The store never closes it.
+   */
+  client: PgLikePool | PgLikeQueryable;
+  /**
+   * The lock table (created by `ensureSchema()`). Any name: it is quoted.
+   * @default 'leasehold_locks'
+   */
+  table?: string;
+  /** The table's schema (must exist). Default: the connection's `search_path`. */
+  schema?: string;
+  /**
+   * Announce releases with NOTIFY (in the release statement) and LISTEN in `subscribe`,
+   * so waiters are woken at once instead of at their next poll.
+   * @default true
+   */
+  notify?: boolean;
+  /**
+   * A dedicated, connected `pg.Client` for LISTEN, used for nothing else. Needed for
+   * wake-on-release when `client` is a single `Client`; with a `Pool` the store takes
+   * one pooled client instead. The store never closes it.
+   */
+  listenClient?: PgLikeListenClient;
+}
+
+/**
+ * A lock store on PostgreSQL.
+ *
+ * - One statement per `acquire`, `renew` and `release`; the release's NOTIFY is part of
+ *   the release statement.
+ * - Expiry is judged by the database clock (`clock_timestamp()`), never the client's.
+ * - Fencing tokens only increase per key, across release, expiry and deleted rows:
+ *   token = greatest(last token + 1, database time in µs), issued under the key's row lock.
+ * - One row per key locked: `key text PRIMARY KEY, owner text, expires_at timestamptz,
+ *   token bigint`. A release keeps the row (owner NULL) so the token sequence goes on;
+ *   `prune(idleMs)` deletes rows of keys free for a while.
+ * - Database and client errors reject unchanged; `false` from `renew`/`release` always
+ *   means the live lease is not this owner's.
+ * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000) or `RangeError`
+ *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
+ */
+export declare class PostgresLockStore {
+  /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify` or `listenClient` is invalid. */
+  constructor(options: PostgresLockStoreOptions);
+
+  readonly table: string;
+  readonly schema: string | undefined;
+  readonly notify: boolean;
+  /** Whether `subscribe` can listen: `notify` is on and there is a `listenClient` or a Pool. */
+  readonly canSubscribe: boolean;
+
+  /** Creates the table if it does not exist. Idempotent, safe from many processes at once. */
+  ensureSchema(): Promise<void>;
+
+  /** Takes the lease if no live lease exists; `undefined` when it is held (by anyone: locks are not reentrant). */
+  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+
+  /** Resets the lease to `ttlMs` from now (database time); `false` when the live lease is not `owner`'s. */
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+
+  /** Ends `owner`'s live lease and announces it; `false` when it had lapsed or is someone else's. */
+  release(key: string, owner: string): Promise<boolean>;
+
+  /** Whether a live lease exists (advisory). */
+  isLocked(key: string): Promise<boolean>;
+
+  /** Milliseconds left on the live lease (database time), `undefined` when free (advisory). */
+  ttl(key: string): Promise<number | undefined>;
+
+  /**
+   * Deletes the rows of keys free for at least `idleMs` (default 1 h); resolves to the
+   * number deleted. Their tokens keep increasing if they are locked again.
+   */
+  prune(idleMs?: number): Promise<number>;
+
+  /**
+   * Calls `onReleased` whenever a lease on `key` is released (not when it expires).
+   * Best effort: active about one round trip after the call; notifications can be lost,
+   * so keep polling. A no-op when the store cannot listen (see `canSubscribe`).
+   * @returns a function that removes this listener (idempotent).
+   */
+  subscribe(key: string, onReleased: () => void): () => void;
+
+  /** Stops listening and gives back the pooled listen connection. Call before `pool.end()`. */
+  close(): Promise<void>;
+}
