@@ -1,0 +1,211 @@
+// What happens when stores and callbacks misbehave: every fault gives the documented
+// error or loss, never a hang past wait/ttl, never a crash. Runs once per engine.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ResiliencePipelineBuilder,
+  FakeTimeProvider,
+  LockLostError,
+  LockStoreError,
+  LockNotAcquiredError,
+  MemoryLockStore,
+} from './support/leasehold.mjs';
+import { advance, deferred, flush } from './support/time.mjs';
+import { recordingStore } from './support/stores.mjs';
+
+const unhandled = [];
+const onUnhandled = (reason) => unhandled.push(reason);
+before(() => process.on('unhandledRejection', onUnhandled));
+after(() => {
+  process.off('unhandledRejection', onUnhandled);
+  assert.deepEqual(unhandled, [], 'no unhandled rejection anywhere in this file');
+});
+
+const pipelineOn = (clock, lock, builder = {}) =>
+  new ResiliencePipelineBuilder({ timeProvider: clock, ...builder }).addLock(lock).build();
+
+/** Resolves to when (fake time) the promise settled, or 'pending' after `limit` ms of fake time. */
+async function settledAt(clock, promise, limit, step = 50) {
+  let at;
+  const mark = () => (at ??= clock.now());
+  promise.then(mark, mark);
+  await flush();
+  for (let t = 0; t < limit && at === undefined; t += step) await advance(clock, step);
+  return at ?? 'pending';
+}
+
+describe('stores that misbehave', () => {
+  test('renew and release that throw synchronously: renewal retried, release ignored', async () => {
+    const clock = new FakeTimeProvider();
+    let renewThrows = 2;
+    const store = recordingStore(clock, {
+      renew: (...a) => {
+        if (renewThrows-- > 0) throw new Error('sync renew');
+        return store.base.renew(...a);
+      },
+      release: () => {
+        throw new Error('sync release');
+      },
+    });
+    const value = await pipelineOn(clock, { key: 'k', store, ttl: 3000 }).execute(async ({ signal }) => {
+      await advance(clock, 3000, 25);
+      return signal.aborted;
+    });
+    assert.equal(value, false, 'two failed renewals, then one that worked: no loss');
+    assert.ok(store.times('renew').length >= 3);
+  });
+
+  test('a release that never answers: the execution settles when the lease would have lapsed', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, { release: () => new Promise(() => {}) });
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 2000 }).execute(() => 'v');
+    assert.equal(await settledAt(clock, run, 5000), 2000);
+    assert.equal(await run, 'v');
+  });
+
+  test('an acquire that never answers: rejects after ttl even with a long wait', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, { acquire: () => new Promise(() => {}) });
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 1500, wait: '1h' }).execute(() => 'never');
+    run.catch(() => {});
+    assert.equal(await settledAt(clock, run, 5000), 1500);
+    assert.ok((await run.catch((e) => e)) instanceof LockStoreError);
+  });
+
+  test('a store that keeps answering "held" is polled until wait, then rejects; never a hang', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, { acquire: async () => undefined });
+    const run = pipelineOn(clock, { key: 'k', store, wait: 3000 }).execute(() => 'never');
+    run.catch(() => {});
+    assert.equal(await settledAt(clock, run, 6000, 10), 3000);
+    assert.ok((await run.catch((e) => e)) instanceof LockNotAcquiredError);
+  });
+
+  test('a thenable that answers twice is heard once', async () => {
+    const clock = new FakeTimeProvider();
+    let calls = 0;
+    const store = recordingStore(clock, {
+      acquire: () => ({
+        then(ok) {
+          calls++;
+          ok({ fencingToken: 1 });
+          ok({ fencingToken: 2 });
+          ok(undefined);
+        },
+      }),
+    });
+    const token = await pipelineOn(clock, { key: 'k', store }).execute(({ properties }) => properties.get('leasehold.lockToken'));
+    assert.equal(token, 1);
+    assert.equal(calls, 1);
+  });
+
+  test('answers for the wrong shape, everywhere, are LockStoreErrors or reported renewal failures', async () => {
+    const clock = new FakeTimeProvider();
+    for (const bad of [null, 'ok', 1, {}, [], { fencingToken: '1' }, { fencingToken: 2 ** 60 }, { fencingToken: NaN }]) {
+      const store = recordingStore(clock, { acquire: async () => bad });
+      const result = await pipelineOn(clock, { key: 'k', store }).execute(() => 'ran').catch((e) => e);
+      // null, like undefined, means "held".
+      if (bad === null) assert.ok(result instanceof LockNotAcquiredError);
+      else assert.ok(result instanceof LockStoreError, `${JSON.stringify(bad)} → ${result}`);
+    }
+  });
+
+  test('a renewal answer that arrives after the loss changes nothing', async () => {
+    const clock = new FakeTimeProvider();
+    const late = deferred();
+    const store = recordingStore(clock, { renew: () => late.promise });
+    const lost = [];
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 3000, onLockLost: ({ key }) => lost.push(key) }).execute(
+      async ({ signal }) => {
+        await advance(clock, 3000, 100);
+        late.resolve(true);
+        await flush();
+        return [signal.aborted, signal.reason instanceof LockLostError];
+      },
+    );
+    assert.deepEqual(await run, [true, true]);
+    assert.deepEqual(lost, ['k'], 'onLockLost called once');
+  });
+
+  test('onLockLost that throws or rejects does not break anything', async () => {
+    const clock = new FakeTimeProvider();
+    for (const onLockLost of [
+      () => {
+        throw new Error('sync');
+      },
+      async () => {
+        throw new Error('async');
+      },
+    ]) {
+      const store = recordingStore(clock, { renew: async () => false });
+      const error = await pipelineOn(clock, { key: 'k', store, ttl: 3000, onLockLost })
+        .execute(async () => {
+          await advance(clock, 1000);
+          throw new Error('failed after loss');
+        })
+        .catch((e) => e);
+      assert.ok(error instanceof LockLostError);
+    }
+  });
+});
+
+describe('callbacks that misbehave', () => {
+  test('a callback that never settles: the lease keeps renewing, and the caller can still abort it', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock);
+    const controller = new AbortController();
+    let signal;
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 3000 }).execute(
+      (context) => {
+        signal = context.signal;
+        return new Promise(() => {});
+      },
+      { signal: controller.signal },
+    );
+    await advance(clock, 30_000, 500);
+    assert.equal(store.times('renew').length, 30, 'renewed every second for 30 s');
+    assert.equal(signal.aborted, false);
+    controller.abort('enough');
+    assert.equal(signal.aborted, true);
+    assert.equal(signal.reason, 'enough');
+    void run;
+  });
+
+  test('a callback that returns a thenable, or throws a non-Error', async () => {
+    const clock = new FakeTimeProvider();
+    const p = pipelineOn(clock, { key: 'k' });
+    assert.equal(await p.execute(() => ({ then: (ok) => ok('from thenable') })), 'from thenable');
+    await assert.rejects(
+      p.execute(() => {
+        throw 'a string';
+      }),
+      (e) => e === 'a string',
+    );
+    await assert.rejects(p.execute(() => Promise.reject(undefined)), (e) => e === undefined);
+    assert.equal(await p.execute(() => 'free again'), 'free again');
+  });
+
+  test('a callback that ignores its signal after a loss: its value is returned, and a newer holder gets a larger token', async () => {
+    const clock = new FakeTimeProvider();
+    const memory = new MemoryLockStore({ timeProvider: clock });
+    let cut = false;
+    const store = {
+      acquire: (...a) => memory.acquire(...a),
+      renew: (...a) => (cut ? Promise.reject(new Error('partition')) : memory.renew(...a)),
+      release: (...a) => memory.release(...a),
+    };
+    const pipeline = pipelineOn(clock, { key: 'k', store, ttl: 3000, wait: '10s' });
+    const tokens = [];
+    const stale = pipeline.execute(async ({ properties }) => {
+      tokens.push(properties.get('leasehold.lockToken'));
+      cut = true;
+      await advance(clock, 3100, 100);
+      return 'stale value';
+    });
+    const fresh = pipeline.execute(({ properties }) => tokens.push(properties.get('leasehold.lockToken')));
+    assert.equal(await stale, 'stale value');
+    await advance(clock, 2000, 100);
+    await fresh;
+    assert.ok(tokens[1] > tokens[0], `${tokens}`);
+  });
+});
