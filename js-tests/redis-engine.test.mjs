@@ -1,0 +1,605 @@
+// RedisLockStore driven by the real engine (SPEC §1 and §4), against real Redis servers
+// only: a fleet of processes excluding each other on one key, a restart that loses the
+// data while a lease is held, wake-on-release through pub/sub (and polling without it),
+// Redis errors as LockStoreError, and a 3-master cluster. Nothing is mocked; every wait
+// is bounded. Run: node --test js-tests/redis-engine.test.mjs
+// (LEASEHOLD_ENGINE=wasm runs it on the wasm engine.)
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import {
+  engine,
+  ResiliencePipelineBuilder,
+  LockLostError,
+  LockStoreError,
+  getLockToken,
+} from 'leasehold';
+import { RedisLockStore } from 'leasehold/redis';
+import { call, freePort, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
+
+// Counted for the whole file: a lost lease, a restart or a dead server must never
+// leave a rejection unhandled.
+const unhandled = [];
+process.on('unhandledRejection', (reason) => {
+  unhandled.push(reason);
+});
+
+// ---------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------
+
+const noop = () => {};
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Rejects when `promise` has not settled after `ms`. */
+async function within(ms, what, promise) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let serial = 0;
+const uniqueKey = (name) => `${name}-${++serial}`;
+const lock = (options) => new ResiliencePipelineBuilder().addLock(options).build();
+const ms = (x) => `${Math.round(x)} ms`;
+
+const KINDS = [
+  {
+    name: 'ioredis',
+    async connect(port) {
+      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    /** A client for a port where nothing listens, set up to fail fast. */
+    async unreachable(port) {
+      const client = new Redis({
+        host: '127.0.0.1',
+        port,
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        connectTimeout: 300,
+        retryStrategy: () => null,
+      });
+      client.on('error', noop);
+      return client;
+    },
+    close(client) {
+      // On a client that already gave up ('end'), ioredis's disconnect() arms a 2 s
+      // timer for a stream that will never emit 'close' again: it would hold the exit.
+      if (client.status !== 'end') client.disconnect();
+    },
+  },
+  {
+    name: 'node-redis',
+    async connect(port) {
+      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    async unreachable(port) {
+      const client = createClient({
+        socket: { host: '127.0.0.1', port, connectTimeout: 300, reconnectStrategy: false },
+        disableOfflineQueue: true,
+      });
+      client.on('error', noop);
+      await assert.rejects(client.connect(), /ECONNREFUSED/);
+      return client;
+    },
+    close(client) {
+      try {
+        client.destroy();
+      } catch {
+        // already closed
+      }
+    },
+  },
+];
+
+// Everything opened here is closed in the top-level after().
+const clients = []; // [kind, client]
+const stores = [];
+async function newClient(kind, port) {
+  const client = await kind.connect(port);
+  clients.push([kind, client]);
+  return client;
+}
+function newStore(options) {
+  const store = new RedisLockStore(options);
+  stores.push(store);
+  return store;
+}
+
+/**
+ * Records every `acquire` of `store` (call time, answer time, answer) by replacing the
+ * method on the instance only: the object stays the real RedisLockStore, `subscribe`
+ * included, so the engine still sees a store that announces releases.
+ */
+function spyOnAcquire(store) {
+  const calls = [];
+  const original = store.acquire;
+  store.acquire = function acquire(...args) {
+    const entry = { at: performance.now(), answeredAt: undefined, answer: undefined };
+    calls.push(entry);
+    return original.apply(this, args).then((answer) => {
+      entry.answeredAt = performance.now();
+      entry.answer = answer;
+      return answer;
+    });
+  };
+  return calls;
+}
+
+// ---------------------------------------------------------------------------------
+// servers
+// ---------------------------------------------------------------------------------
+
+let server; // shared by the handover, error and restart-free tests
+let fleetServer;
+let restartServer; // restarted (data lost) by the restart test
+let cluster;
+
+before(async () => {
+  [server, fleetServer, restartServer, cluster] = await Promise.all([
+    startRedisServer(),
+    startRedisServer(),
+    startRedisServer(),
+    startRedisCluster({ masters: 3 }),
+  ]);
+});
+
+after(async () => {
+  await Promise.allSettled(stores.map((s) => s.close()));
+  for (const [kind, client] of clients) {
+    try {
+      await kind.close(client);
+    } catch {
+      // already closed
+    }
+  }
+  await Promise.allSettled([server?.stop(), fleetServer?.stop(), restartServer?.stop(), cluster?.stop()]);
+  assert.deepEqual(unhandled, [], 'no unhandled rejection in the whole file');
+});
+
+test(`the engine in use is the one asked for (${engine})`, () => {
+  assert.equal(engine, process.env.LEASEHOLD_ENGINE || 'native');
+});
+
+// ---------------------------------------------------------------------------------
+// 1. a fleet of processes on one key
+// ---------------------------------------------------------------------------------
+
+const WORKER = fileURLToPath(new URL('./support/redis-worker.mjs', import.meta.url));
+
+/** Starts one worker process; resolves its `ready` and `result` lines. */
+function startWorker(kind, port, key, count) {
+  const child = spawn(process.execPath, [WORKER, kind, String(port), key, String(count)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: process.env,
+  });
+  const ready = deferred();
+  const result = deferred();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk.toString('utf8');
+    let nl;
+    while ((nl = stdout.indexOf('\n')) !== -1) {
+      const line = stdout.slice(0, nl);
+      stdout = stdout.slice(nl + 1);
+      const message = JSON.parse(line);
+      if (message.ready) ready.resolve(message);
+      else result.resolve(message);
+    }
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const failed = exited.then(({ code, signal }) => {
+    throw new Error(`worker ${kind} exited (${code ?? signal}) before reporting:\n${stderr}`);
+  });
+  failed.catch(noop);
+  return {
+    kind,
+    child,
+    exited,
+    ready: Promise.race([ready.promise, failed]),
+    result: Promise.race([result.promise, failed]),
+    go: () => child.stdin.end('go\n'),
+  };
+}
+
+describe('a fleet of processes on one key', () => {
+  const WORKERS = 8;
+  const EACH = 200;
+
+  test(`${WORKERS} processes x ${EACH} executions (ioredis and node-redis): one holder at a time, unique increasing tokens`, async (t) => {
+    const key = 'nightly-report';
+    const workers = [];
+    try {
+      for (let i = 0; i < WORKERS; i++) {
+        workers.push(startWorker(i % 2 === 0 ? 'ioredis' : 'node-redis', fleetServer.port, key, EACH));
+      }
+      const ready = await within(15_000, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+      for (const r of ready) assert.equal(r.engine, engine, 'the workers run the same engine');
+      const started = performance.now();
+      for (const w of workers) w.go();
+      const results = await within(30_000, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+      const wall = performance.now() - started;
+      t.diagnostic(
+        `fleet wall time: ${ms(wall)} for ${WORKERS * EACH} executions ` +
+          `(${(wall / (WORKERS * EACH)).toFixed(2)} ms each); per worker: ` +
+          results.map((r) => `${r.kind} ${r.elapsedMs} ms`).join(', '),
+      );
+      const exits = await within(5000, 'the workers exited', Promise.all(workers.map((w) => w.exited)));
+      assert.deepEqual(exits, workers.map(() => ({ code: 0, signal: null })));
+
+      for (const r of results) {
+        assert.deepEqual(r.errors, [], `${r.kind}: no execution failed`);
+        assert.equal(r.completed, EACH, `${r.kind}: every execution completed`);
+      }
+      assert.equal(results.reduce((n, r) => n + r.completed, 0), WORKERS * EACH);
+      assert.equal(Math.max(...results.map((r) => r.max)), 1, 'never two holders at once');
+      for (const r of results) assert.equal(r.max, 1, `${r.kind} saw the counter at 1 every time`);
+      assert.equal(await call(fleetServer.port, ['GET', `fleet-counter:${key}`]), '0');
+
+      // Tokens: numbers, unique across the fleet, increasing within each worker...
+      const all = results.flatMap((r) => r.records);
+      assert.equal(all.length, WORKERS * EACH);
+      for (const [, token] of all) assert.ok(Number.isSafeInteger(token) && token > 0, `token ${token}`);
+      assert.equal(new Set(all.map(([, token]) => token)).size, all.length, 'tokens are unique across the fleet');
+      for (const r of results) {
+        for (let i = 1; i < r.records.length; i++) {
+          assert.ok(r.records[i][1] > r.records[i - 1][1], `${r.kind}: its tokens increase (${r.records[i - 1][1]} then ${r.records[i][1]})`);
+        }
+      }
+      // ...and strictly increasing in the order the critical sections ran across the
+      // fleet (an INCR taken inside the lock, valid because the lock excludes).
+      all.sort((a, b) => a[0] - b[0]);
+      assert.deepEqual(all.map(([order]) => order), Array.from({ length: all.length }, (_, i) => i + 1));
+      for (let i = 1; i < all.length; i++) {
+        assert.ok(all[i][1] > all[i - 1][1], `section ${all[i][0]} has token ${all[i][1]} > ${all[i - 1][1]}`);
+      }
+      const perWorker = results.map((r) => r.completed);
+      t.diagnostic(`acquisitions per worker: ${perWorker.join(', ')}`);
+    } finally {
+      for (const w of workers) {
+        if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// 2. a restart that loses the data while a lease is held
+// ---------------------------------------------------------------------------------
+
+describe('Redis restarts without persistence while a lease is held', () => {
+  test('the holder loses the lease at its next renewal, once, and later tokens are larger', async (t) => {
+    const kind = KINDS[0];
+    const client = await newClient(kind, restartServer.port);
+    const store = newStore({ client, prefix: 'restart' });
+    const key = uniqueKey('restart');
+    const lostCalls = [];
+    const events = [];
+    const pipeline = new ResiliencePipelineBuilder({ telemetry: (e) => events.push({ ...e, at: performance.now() }) })
+      .addLock({ key, store, ttl: '3s', onLockLost: (info) => lostCalls.push({ info, at: performance.now() }) })
+      .build();
+
+    // Tokens issued before the restart: a few plain executions, then the holder's.
+    const issued = [];
+    for (let i = 0; i < 3; i++) issued.push(await pipeline.execute(() => getLockToken()));
+
+    const holding = deferred();
+    let acquiredAt;
+    let abortedAt;
+    let abortReason;
+    let abortedContext;
+    const execution = pipeline.execute(async (context) => {
+      acquiredAt = performance.now();
+      issued.push(getLockToken());
+      holding.resolve();
+      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      abortedAt = performance.now();
+      abortReason = context.signal.reason;
+      abortedContext = context;
+      throw new Error('stopped: the lease is gone');
+    });
+    const outcome = execution.then(
+      () => assert.fail('the execution should have been rejected'),
+      (e) => e,
+    );
+    await within(2000, 'the holder started', holding.promise);
+    // Past the first renewal (at 1 s), so the restart happens mid-lease with the
+    // next renewal (at 2 s) still ahead.
+    await waitFor('the first renewal', () => events.some((e) => e.type === 'renewed'), { timeoutMs: 2500 });
+    assert.equal(abortedAt, undefined, 'still holding before the restart');
+
+    const restartStarted = performance.now();
+    await restartServer.restart();
+    const restarted = performance.now();
+    assert.equal(await call(restartServer.port, ['DBSIZE']), 0, 'the restarted server lost every key');
+
+    const error = await within(5000, 'the execution settled after the restart', outcome);
+    assert.ok(abortedAt !== undefined, 'the signal aborted');
+    assert.ok(abortReason instanceof LockLostError, `abort reason: ${abortReason?.name}: ${abortReason?.message}`);
+    assert.equal(abortReason.key, key);
+    assert.ok(error instanceof LockLostError, `execution error: ${error?.name}: ${error?.message}`);
+    assert.equal(error.key, key);
+    assert.match(String(error.cause?.message), /stopped: the lease is gone/);
+
+    const afterRestart = abortedAt - restarted;
+    t.diagnostic(
+      `restart took ${ms(restarted - restartStarted)}; lease lost ${ms(afterRestart)} after the server was back, ` +
+        `${ms(abortedAt - acquiredAt)} after the acquire (renewals every 1000 ms)`,
+    );
+    assert.ok(abortedAt > restartStarted, 'not lost before the restart');
+    assert.ok(afterRestart < 1500, `lost within ttl/3 + 500 ms of the restart, took ${ms(afterRestart)}`);
+
+    await sleep(300); // a second loss report would come from a later renewal or expiry
+    assert.equal(lostCalls.length, 1, 'onLockLost called exactly once');
+    assert.equal(lostCalls[0].info.key, key);
+    assert.equal(lostCalls[0].info.context, abortedContext);
+    assert.equal(events.filter((e) => e.type === 'lost').length, 1, 'one lost event');
+
+    // A new holder after the restart: its token exceeds every token issued before.
+    const next = await within(3000, 'a new holder after the restart', pipeline.execute(() => getLockToken()));
+    const maxBefore = Math.max(...issued);
+    assert.ok(Number.isSafeInteger(next) && next > maxBefore, `new token ${next} > ${maxBefore}`);
+    assert.deepEqual(unhandled, [], 'no unhandled rejection');
+  });
+});
+
+// ---------------------------------------------------------------------------------
+// 3. wake-on-release, and polling without it
+// ---------------------------------------------------------------------------------
+
+/**
+ * A holds the key through its own client and store; B waits for it through another
+ * (as another process would). Once B's polls have backed off (the 6th try, ~1.55 s in,
+ * schedules the next one 1000 ms later), A releases 100 ms after that try: B's next
+ * poll is ~900 ms away. Returns the time from A's execution settling to B's callback.
+ */
+async function handover(kind, { announce }) {
+  const key = uniqueKey(`handover-${kind.name}`);
+  const prefix = 'handover';
+  const storeA = newStore({ client: await newClient(kind, server.port), prefix });
+  const realB = newStore({ client: await newClient(kind, server.port), prefix });
+  const calls = spyOnAcquire(realB);
+  // Without `subscribe` the engine can only poll.
+  const storeB = announce
+    ? realB
+    : {
+        acquire: (...args) => realB.acquire(...args),
+        renew: (...args) => realB.renew(...args),
+        release: (...args) => realB.release(...args),
+      };
+  assert.equal(typeof storeB.subscribe === 'function', announce);
+
+  const holdingA = deferred();
+  const releaseA = deferred();
+  const a = lock({ key, store: storeA, ttl: '5s' })
+    .execute(async () => {
+      holdingA.resolve();
+      await releaseA.promise;
+      return getLockToken();
+    })
+    .then((token) => ({ token, settledAt: performance.now() }));
+  await within(2000, 'A holds the key', holdingA.promise);
+
+  let bStartedAt;
+  const b = lock({ key, store: storeB, ttl: '5s', wait: '10s' }).execute(() => {
+    bStartedAt = performance.now();
+    return getLockToken();
+  });
+  await waitFor('B backed off to a 1000 ms poll (6 tries answered)', () => calls.length >= 6 && calls[5].answeredAt, {
+    timeoutMs: 4000,
+    intervalMs: 5,
+  });
+  assert.equal(calls.length, 6, 'B tried 6 times while A held the key');
+  assert.ok(calls.every((c) => c.answer === undefined), 'every try found the key held');
+  const nextPollAt = calls[5].answeredAt + 1000;
+  await sleep(100);
+
+  releaseA.resolve();
+  const { token: tokenA, settledAt } = await within(2000, 'A settled', a);
+  const tokenB = await within(3000, 'B ran', b);
+  assert.ok(tokenB > tokenA, `B's token ${tokenB} > A's ${tokenA}`);
+  return {
+    gap: bStartedAt - settledAt,
+    tries: calls.length,
+    lastTryAt: calls.at(-1).at,
+    nextPollAt,
+    settledAt,
+  };
+}
+
+describe('wake-on-release', () => {
+  for (const kind of KINDS) {
+    test(`${kind.name}: a release wakes a waiter whose next poll is far away, within 100 ms`, async (t) => {
+      const r = await handover(kind, { announce: true });
+      t.diagnostic(
+        `${kind.name}: A settled -> B running in ${r.gap.toFixed(1)} ms; ` +
+          `B's next poll would have been ${ms(r.nextPollAt - r.settledAt)} after the release`,
+      );
+      assert.ok(r.gap < 100, `B ran ${r.gap.toFixed(1)} ms after A settled`);
+      assert.equal(r.tries, 7, 'one more try after the release, the one it woke');
+      assert.ok(r.nextPollAt - r.lastTryAt > 500, 'that try came long before the poll was due');
+    });
+  }
+
+  test('a store without subscribe still hands over, by polling (later)', async (t) => {
+    const r = await handover(KINDS[0], { announce: false });
+    t.diagnostic(`polling: A settled -> B running in ${r.gap.toFixed(1)} ms`);
+    assert.equal(r.tries, 7, 'the next poll took the key');
+    assert.ok(r.lastTryAt >= r.nextPollAt - 20, `the winning try was the scheduled poll (${ms(r.nextPollAt - r.lastTryAt)} early)`);
+    assert.ok(r.gap > 500, `no wake-up without subscribe: ${r.gap.toFixed(1)} ms`);
+    assert.ok(r.gap < 1250, `the poll (every 1000 ms at most) took it: ${r.gap.toFixed(1)} ms`);
+  });
+
+  // Known engine bug (core/src/engine.rs, `Engine::released`): an announcement that
+  // arrives while the head waiter's try is in flight is dropped, and the try's `held`
+  // answer (evaluated by Redis before the release) then schedules the next poll, up to
+  // 1000 ms away. The window is the reply latency of one acquire; on a slow link (here
+  // 100 ms, added to the real store's answers; `subscribe` is the real store's) every
+  // release in it costs the waiter a full poll interval. Expected once fixed: the waiter
+  // tries again as soon as the stale `held` answer lands (about 2 x 100 ms).
+  test(
+    'a release announced while the waiter\'s try is in flight still wakes it (slow link)',
+    { todo: 'engine drops a release announced during an in-flight acquire (Engine::released)' },
+    async (t) => {
+      const key = uniqueKey('in-flight');
+      const prefix = 'in-flight';
+      const storeA = newStore({ client: await newClient(KINDS[0], server.port), prefix });
+      const realB = newStore({ client: await newClient(KINDS[0], server.port), prefix });
+      const LINK_MS = 100;
+      const tries = [];
+      const seventhEvaluated = deferred();
+      const storeB = {
+        async acquire(...args) {
+          tries.push(performance.now());
+          const answer = await realB.acquire(...args);
+          if (tries.length === 7) seventhEvaluated.resolve(answer);
+          await sleep(LINK_MS); // the answer is on its way back
+          return answer;
+        },
+        renew: (...args) => realB.renew(...args),
+        release: (...args) => realB.release(...args),
+        subscribe: (k, onReleased) => realB.subscribe(k, onReleased),
+      };
+      const holdingA = deferred();
+      const releaseA = deferred();
+      const a = lock({ key, store: storeA, ttl: '5s' })
+        .execute(async () => {
+          holdingA.resolve();
+          await releaseA.promise;
+        })
+        .then(() => performance.now());
+      await within(2000, 'A holds the key', holdingA.promise);
+      let bStartedAt;
+      const b = lock({ key, store: storeB, ttl: '5s', wait: '10s' }).execute(() => {
+        bStartedAt = performance.now();
+      });
+      // Redis has answered B's 7th try ("held"); the answer is still in flight, and B's
+      // next poll after it is 1000 ms away.
+      assert.equal(await within(5000, "B's 7th try", seventhEvaluated.promise), undefined);
+      releaseA.resolve();
+      const settledAt = await within(2000, 'A settled', a);
+      await within(3000, 'B ran', b);
+      const gap = bStartedAt - settledAt;
+      t.diagnostic(`in-flight release: A settled -> B running in ${gap.toFixed(1)} ms after ${tries.length} tries`);
+      assert.ok(gap < 2 * LINK_MS + 200, `B was woken, not left to its next poll: ${gap.toFixed(1)} ms`);
+    },
+  );
+});
+
+// ---------------------------------------------------------------------------------
+// 4. Redis errors become LockStoreError
+// ---------------------------------------------------------------------------------
+
+describe('Redis errors become LockStoreError', () => {
+  for (const kind of KINDS) {
+    test(`${kind.name}: no server behind the client: execute rejects fast, the callback never runs`, async () => {
+      const dead = await kind.unreachable(await freePort());
+      clients.push([kind, dead]);
+      const store = newStore({ client: dead });
+      const thrown = [];
+      const acquire = store.acquire;
+      store.acquire = function (...args) {
+        return acquire.apply(this, args).catch((error) => {
+          thrown.push(error);
+          throw error;
+        });
+      };
+      const key = uniqueKey('no-server');
+      let ran = false;
+      const started = performance.now();
+      const error = await within(
+        3000,
+        'execute against no server',
+        lock({ key, store, ttl: '5s', wait: '2s' })
+          .execute(() => {
+            ran = true;
+          })
+          .then(
+            () => assert.fail('execute resolved'),
+            (e) => e,
+          ),
+      );
+      const took = performance.now() - started;
+      assert.equal(ran, false, 'the callback never ran');
+      assert.ok(error instanceof LockStoreError, `${error?.name}: ${error?.message}`);
+      assert.equal(error.code, 'LOCK_STORE_FAILED');
+      assert.equal(error.method, 'acquire');
+      assert.equal(error.key, key);
+      assert.equal(thrown.length, 1, 'one acquire, no retry of a failure');
+      assert.equal(error.cause, thrown[0], "the cause is the client's own error, unchanged");
+      assert.ok(error.cause instanceof Error && !(error.cause instanceof LockStoreError));
+      assert.match(error.cause.message, /writeable|closed|ECONNREFUSED|connect/i);
+      assert.ok(took < 1000, `rejected in ${ms(took)}`);
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------------
+// 5. Redis Cluster
+// ---------------------------------------------------------------------------------
+
+describe('Redis Cluster, 3 masters', () => {
+  test('execute, getLockToken and release through an ioredis Cluster client, keys on different masters', async () => {
+    const client = new Redis.Cluster(cluster.nodes, { lazyConnect: true });
+    client.on('error', noop);
+    clients.push([{ close: (c) => c.disconnect() }, client]);
+    await client.connect();
+    const prefix = 'cluster';
+    const store = newStore({ client, prefix });
+
+    // One key per master: the store's lease name for key k is `${prefix}:{k}`.
+    const byPort = new Map();
+    for (let i = 0; byPort.size < cluster.ports.length; i++) {
+      assert.ok(i < 1000, 'found a key for every master');
+      const key = `job-${i}`;
+      const port = await cluster.nodeFor(`${prefix}:{${key}}`);
+      if (!byPort.has(port)) byPort.set(port, key);
+    }
+    assert.equal(byPort.size, 3);
+
+    for (const [port, key] of byPort) {
+      const lease = `${prefix}:{${key}}`;
+      const seen = await within(5000, `execute on ${key}`, lock({ key, store, ttl: '5s' }).execute(async () => ({
+        token: getLockToken(),
+        owner: await call(port, ['GET', lease]),
+        storedToken: await call(port, ['GET', `${lease}:token`]),
+      })));
+      assert.ok(Number.isSafeInteger(seen.token) && seen.token > 0, `token ${seen.token}`);
+      assert.equal(typeof seen.owner, 'string', `the lease lives on its master (port ${port})`);
+      assert.equal(seen.storedToken, String(seen.token), 'the token is stored beside the lease');
+      assert.equal(await call(port, ['EXISTS', lease]), 0, 'released when the execution settled');
+      // and free for the next execution at once (fail fast)
+      const again = await lock({ key, store, ttl: '5s' }).execute(() => getLockToken());
+      assert.ok(again > seen.token);
+    }
+  });
+});

@@ -1,0 +1,78 @@
+// One member of the fleet in js-tests/redis-engine.test.mjs: a separate Node process
+// with its own Redis client (ioredis or node-redis) and its own RedisLockStore, taking
+// ONE lock key `count` times through the real engine, imported by name.
+//
+//   node redis-worker.mjs <ioredis|node-redis> <port> <key> <count>
+//
+// Protocol on stdio, one JSON object a line: it prints {"ready":true} once connected,
+// starts when a line arrives on stdin (so the fleet starts together), and prints its
+// result {"kind","completed","max","records":[[order, token], ...],"errors":[...]} at the
+// end. Inside the lock: INCR a shared counter (must answer 1), INCR a global order
+// counter (the order of critical sections across the fleet), PING (a real yield to the
+// event loop while holding), DECR the counter.
+
+import { createInterface } from 'node:readline';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
+import { RedisLockStore } from 'leasehold/redis';
+
+const [kind, portText, key, countText] = process.argv.slice(2);
+const port = Number(portText);
+const count = Number(countText);
+const noop = () => {};
+
+async function connect() {
+  if (kind === 'ioredis') {
+    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
+    client.on('error', noop);
+    await client.connect();
+    return { client, close: () => client.disconnect() };
+  }
+  if (kind === 'node-redis') {
+    const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
+    client.on('error', noop);
+    await client.connect();
+    return { client, close: () => client.destroy() };
+  }
+  throw new Error(`unknown client kind ${kind}`);
+}
+
+const { client, close } = await connect();
+const store = new RedisLockStore({ client, prefix: 'fleet' });
+const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s', wait: '30s' }).build();
+const counter = `fleet-counter:${key}`;
+const order = `fleet-order:${key}`;
+
+const lines = createInterface({ input: process.stdin });
+const go = new Promise((resolve) => lines.once('line', resolve));
+process.stdout.write(`${JSON.stringify({ ready: true, engine })}\n`);
+await go;
+lines.close();
+
+let max = 0;
+let completed = 0;
+const records = [];
+const errors = [];
+const started = performance.now();
+for (let i = 0; i < count; i++) {
+  try {
+    await pipeline.execute(async () => {
+      const token = getLockToken();
+      const inside = Number(await client.incr(counter));
+      if (inside > max) max = inside;
+      const position = Number(await client.incr(order));
+      await client.ping();
+      await client.decr(counter);
+      records.push([position, token]);
+    });
+    completed += 1;
+  } catch (error) {
+    errors.push(`${error?.name}: ${error?.message}`);
+  }
+}
+const elapsedMs = Math.round(performance.now() - started);
+
+await store.close();
+close();
+process.stdout.write(`${JSON.stringify({ kind, completed, max, records, errors, elapsedMs })}\n`);
