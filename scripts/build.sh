@@ -7,9 +7,11 @@ mkdir -p dist
 
 cargo build --release -p leasehold-node --quiet
 addon=$(node -e 'console.log(require("./lib/native.cjs").addonFile())')
-cp target/release/libleasehold_node.so "dist/$addon"
+# Copy, then rename: a process that has the old addon loaded keeps its file.
+cp target/release/libleasehold_node.so "dist/$addon.tmp"
+mv -f "dist/$addon.tmp" "dist/$addon"
 echo "[build] dist/$addon"
 
 if [ "${1:-all}" != native ] && [ -f scripts/build-wasm.sh ]; then
-  bash scripts/build-wasm.sh
+  bash scripts/build-wasm.sh --optional
 fi

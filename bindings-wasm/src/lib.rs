@@ -1,0 +1,325 @@
+//! The wasm module: the core's [`Engine`] as a class, for browsers, edge workers, Deno
+//! and any runtime without the native addon.
+//!
+//! Every method converts its arguments, calls the core and converts the result. The
+//! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the Node addon,
+//! so this file lists the same methods, under the same JavaScript names, as
+//! `bindings-node/src/lib.rs`.
+//!
+//! A Rust panic here aborts: the runtime throws a `WebAssembly.RuntimeError` to the
+//! caller, which the host turns into an `Error`. The process lives; the engine instance
+//! that panicked is unusable afterwards (every later call on it throws).
+
+use js_sys::{Array, Object, Reflect};
+use leasehold_core::host::{self, EffectRecord};
+use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis, StoreFailure};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()`: monotonic milliseconds, in Node, browsers, workerd, Deno and Bun.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// The one place where core errors become JavaScript errors: an `Error` whose `code` is
+/// [`LockError::code`]. The package's JS entry turns the code into the right class
+/// (`TypeError`, `RangeError`, …).
+fn to_js_error(err: LockError) -> JsValue {
+    let error = js_sys::Error::new(&err.to_string());
+    // Setting a property on a fresh Error cannot fail.
+    let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(err.code()));
+    error.into()
+}
+
+/// The host's monotonic clock, counted from the engine's creation.
+struct PerformanceClock(f64);
+
+impl Clock for PerformanceClock {
+    fn now(&self) -> Millis {
+        (performance_now() - self.0).max(0.0) as Millis
+    }
+}
+
+fn opt_str(value: Option<&str>) -> JsValue {
+    value.map_or(JsValue::UNDEFINED, JsValue::from_str)
+}
+
+/// A flat effect as a plain object with the fields of the Node addon's `JsEffect`;
+/// absent strings are `undefined`.
+fn effect_object(r: EffectRecord) -> Object {
+    let fields: [(&str, JsValue); 16] = [
+        ("kind", JsValue::from_str(r.kind)),
+        ("exec", r.exec.into()),
+        ("layer", r.layer.into()),
+        ("request", r.request.into()),
+        ("store", r.store.into()),
+        ("method", opt_str(r.method)),
+        ("key", opt_str(r.key.as_deref())),
+        ("owner", opt_str(r.owner.as_deref())),
+        ("ttl", r.ttl.into()),
+        ("watch", r.watch.into()),
+        ("outcome", opt_str(r.outcome)),
+        ("code", opt_str(r.code)),
+        ("message", opt_str(r.message.as_deref())),
+        ("cause", r.cause.into()),
+        ("waited", r.waited.into()),
+        ("token", r.token.into()),
+    ];
+    let object = Object::new();
+    for (name, value) in fields {
+        // Defining a data property on a fresh plain object cannot fail.
+        let _ = Reflect::set(&object, &JsValue::from_str(name), &value);
+    }
+    object
+}
+
+/// One engine (one time source) with its memory stores.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct WasmEngine {
+    inner: Engine,
+    outer_locks: Vec<leasehold_core::LockSpec>,
+    arm_at: f64,
+}
+
+#[wasm_bindgen]
+impl WasmEngine {
+    /// `fake`: run on a fake clock starting at `start`; otherwise on `performance.now()`.
+    /// `seed`: 32 bytes of entropy for owner ids.
+    #[wasm_bindgen(constructor)]
+    pub fn new(fake: bool, start: f64, seed: &[u8]) -> Result<WasmEngine, JsValue> {
+        let bytes: [u8; 32] = seed
+            .try_into()
+            .map_err(|_| to_js_error(ArgError::type_error("seed", "seed must be 32 bytes".to_owned()).into()))?;
+        let inner = if fake {
+            Engine::with_fake_clock(start.max(0.0) as Millis, bytes)
+        } else {
+            Engine::new(Box::new(PerformanceClock(performance_now())), bytes)
+        };
+        Ok(WasmEngine { inner, outer_locks: Vec::new(), arm_at: 0.0 })
+    }
+
+    fn flags(&mut self) -> u32 {
+        host::status_flags(&mut self.inner, &mut self.arm_at)
+    }
+
+    /// The engine's time in milliseconds.
+    pub fn now(&self) -> f64 {
+        self.inner.now() as f64
+    }
+
+    /// When to fire the host timer, after a status with `TIMER_ARM`.
+    #[wasm_bindgen(js_name = armAt)]
+    pub fn arm_at(&self) -> f64 {
+        self.arm_at
+    }
+
+    /// The next engine deadline, if any.
+    #[wasm_bindgen(js_name = nextDeadline)]
+    pub fn next_deadline(&mut self) -> Option<f64> {
+        self.inner.next_deadline().map(|t| t as f64)
+    }
+
+    /// A new memory store of this engine; its id.
+    #[wasm_bindgen(js_name = createMemoryStore)]
+    pub fn create_memory_store(&mut self) -> u32 {
+        self.inner.create_memory_store()
+    }
+
+    /// The fencing token, or `undefined` when the key is held.
+    #[wasm_bindgen(js_name = memAcquire)]
+    pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, JsValue> {
+        let token = self.inner.memory_acquire(store, &key, &owner, ttl as Millis).map_err(to_js_error)?;
+        Ok(token.map(|t| t as f64))
+    }
+
+    /// Whether `owner`'s live lease was extended.
+    #[wasm_bindgen(js_name = memRenew)]
+    pub fn mem_renew(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<bool, JsValue> {
+        self.inner.memory_renew(store, &key, &owner, ttl as Millis).map_err(to_js_error)
+    }
+
+    /// Status word; bit 1 set when `owner` held a live lease that ended.
+    #[wasm_bindgen(js_name = memRelease)]
+    pub fn mem_release(&mut self, store: u32, key: String, owner: String) -> Result<u32, JsValue> {
+        let released = self.inner.memory_release(store, &key, &owner).map_err(to_js_error)?;
+        Ok(u32::from(released) | self.flags())
+    }
+
+    /// Milliseconds left on the live lease of `key`, `undefined` when free.
+    #[wasm_bindgen(js_name = memTtl)]
+    pub fn mem_ttl(&mut self, store: u32, key: String) -> Result<Option<f64>, JsValue> {
+        Ok(self.inner.memory_ttl(store, &key).map_err(to_js_error)?.map(|t| t as f64))
+    }
+
+    /// Keys held or waited for.
+    #[wasm_bindgen(js_name = memSize)]
+    pub fn mem_size(&mut self, store: u32) -> Result<u32, JsValue> {
+        Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
+    }
+
+    /// Entries kept in memory (for tests of boundedness).
+    #[wasm_bindgen(js_name = memEntries)]
+    pub fn mem_entries(&mut self, store: u32) -> Result<u32, JsValue> {
+        Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
+    }
+
+    /// Adds an outer lock for the next `start`.
+    #[wasm_bindgen(js_name = addLock)]
+    pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), JsValue> {
+        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
+        self.outer_locks.push(spec);
+        Ok(())
+    }
+
+    /// Starts `exec` under the outer locks added so far plus this innermost one.
+    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Returns the status
+    /// word plus, when bit `RUNNING` says to run now, 256 × the innermost token.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &mut self,
+        exec: u32,
+        options: u32,
+        kind: u32,
+        store: u32,
+        key: String,
+        ttl: f64,
+        wait: f64,
+    ) -> Result<f64, JsValue> {
+        let mut locks = std::mem::take(&mut self.outer_locks);
+        locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
+        let options = host::exec_options(options);
+        let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
+        Ok(host::start_status(started, self.flags()))
+    }
+
+    /// The callback of `exec` settled (`ok`: with a value).
+    pub fn finish(&mut self, exec: u32, ok: bool) -> Result<u32, JsValue> {
+        let finish = self.inner.finish(exec, ok).map_err(to_js_error)?;
+        Ok(host::finish_status(finish) | self.flags())
+    }
+
+    /// Status word; bit 1 set when the execution was still acquiring and is cancelled.
+    pub fn cancel(&mut self, exec: u32) -> u32 {
+        u32::from(self.inner.cancel(exec)) | self.flags()
+    }
+
+    /// The fencing token of the innermost lock of `exec`, `undefined` when none.
+    pub fn token(&self, exec: u32) -> Option<f64> {
+        self.inner.token(exec).map(|t| t as f64)
+    }
+
+    /// The fencing token of lock `layer` of `exec`.
+    #[wasm_bindgen(js_name = layerToken)]
+    pub fn layer_token(&self, exec: u32, layer: u32) -> Option<f64> {
+        self.inner.layer_token(exec, layer).map(|t| t as f64)
+    }
+
+    /// Whether lock `layer` of `exec` is held.
+    #[wasm_bindgen(js_name = layerHeld)]
+    pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
+        self.inner.layer_held(exec, layer)
+    }
+
+    /// A store answered `acquire` (`undefined`: held).
+    #[wasm_bindgen(js_name = answerAcquire)]
+    pub fn answer_acquire(&mut self, request: u32, token: Option<f64>) -> u32 {
+        self.inner.answer(request, Answer::Acquired(token.map(|t| t as u64)));
+        self.flags()
+    }
+
+    /// A store answered `renew`.
+    #[wasm_bindgen(js_name = answerRenew)]
+    pub fn answer_renew(&mut self, request: u32, renewed: bool) -> u32 {
+        self.inner.answer(request, Answer::Renewed(renewed));
+        self.flags()
+    }
+
+    /// A store answered `release`; `released`: what it resolved to, when it was a boolean.
+    #[wasm_bindgen(js_name = answerRelease)]
+    pub fn answer_release(&mut self, request: u32, released: Option<bool>) -> u32 {
+        self.inner.answer(request, Answer::Released(released));
+        self.flags()
+    }
+
+    /// Extends manual lease `exec` now, to `ttl` ms (or its own ttl).
+    pub fn extend(&mut self, exec: u32, ttl: Option<f64>) -> Result<u32, JsValue> {
+        let ttl = ttl
+            .map(|t| leasehold_core::duration::from_millis(t, "ttl"))
+            .transpose()
+            .map_err(|e| to_js_error(e.into()))?;
+        let extend = self.inner.extend(exec, ttl).map_err(to_js_error)?;
+        Ok(host::extend_status(extend) | self.flags())
+    }
+
+    /// The owner id of lock `layer` of `exec`, `undefined` when none.
+    #[wasm_bindgen(js_name = layerOwner)]
+    pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_owner(exec, layer).map(str::to_owned)
+    }
+
+    /// The store threw (`bad` is `undefined`; the host keeps the thrown value under
+    /// `request`) or answered with a wrong shape (`bad` says what was expected).
+    #[wasm_bindgen(js_name = answerFailed)]
+    pub fn answer_failed(&mut self, request: u32, bad: Option<String>) -> u32 {
+        let failure = match bad {
+            Some(message) => StoreFailure::BadAnswer(message),
+            None => StoreFailure::Threw(request),
+        };
+        self.inner.answer(request, Answer::Failed(failure));
+        self.flags()
+    }
+
+    /// A store announced that `key` was released.
+    pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, JsValue> {
+        let spec = host::lock_spec(kind, store, key, 1.0, 0.0).map_err(to_js_error)?;
+        self.inner.released(spec.store, &spec.key);
+        Ok(self.flags())
+    }
+
+    /// The host timer fired.
+    #[wasm_bindgen(js_name = onTimer)]
+    pub fn on_timer(&mut self) -> u32 {
+        self.inner.on_host_timer();
+        self.flags()
+    }
+
+    /// Moves a fake clock forward by `ms`, running every due timer.
+    pub fn advance(&mut self, ms: f64) -> Result<u32, JsValue> {
+        let ms = leasehold_core::duration::from_millis(ms, "ms").map_err(|e| to_js_error(e.into()))?;
+        self.inner.advance(ms).map_err(to_js_error)?;
+        Ok(self.flags())
+    }
+
+    /// Every pending effect, as plain objects.
+    #[wasm_bindgen(js_name = takeEffects)]
+    pub fn take_effects(&mut self) -> Array {
+        std::iter::from_fn(|| self.inner.take_effect()).map(|e| effect_object(EffectRecord::from(e))).collect()
+    }
+
+    /// Executions not yet settled.
+    #[wasm_bindgen(js_name = liveExecutions)]
+    pub fn live_executions(&self) -> u32 {
+        self.inner.live_executions() as u32
+    }
+
+    /// Store calls not yet answered.
+    #[wasm_bindgen(js_name = openRequests)]
+    pub fn open_requests(&self) -> u32 {
+        self.inner.open_requests() as u32
+    }
+
+    /// Panics on purpose, so tests can prove a panic becomes an Error.
+    #[wasm_bindgen(js_name = panicForTests)]
+    pub fn panic_for_tests(&self) {
+        panic!("leasehold: a panic forced by a test");
+    }
+}
+
+/// Validates a duration: a number of milliseconds or a string like `'30s'`. Returns
+/// milliseconds, or -1 for `Infinity` where `infinite_ok`.
+#[wasm_bindgen(js_name = checkDuration)]
+pub fn check_duration(ms: Option<f64>, text: Option<String>, arg: String, infinite_ok: bool) -> Result<f64, JsValue> {
+    host::duration_arg(ms, text.as_deref(), &arg, infinite_ok).map_err(to_js_error)
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the wasm engine into dist/wasm/:
+#   dist/wasm/node/  wasm-bindgen --target nodejs: CommonJS, loaded synchronously (lib/wasm-node.cjs)
+#   dist/wasm/web/   wasm-bindgen --target web: ESM with initSync({ module }) (browser, workerd, Deno entries)
+#   dist/wasm/host.mjs  the CommonJS host (lib/host.cjs, lib/errors.cjs) as one ES module
+#   dist/wasm/size.json the gzipped size of the module
+# The .wasm is shrunk with wasm-opt -Oz (npm binaryen). Idempotent: when the cargo output
+# has not changed, only the (cheap) host bundle is regenerated.
+#
+# Usage: bash scripts/build-wasm.sh [--optional]
+#   --optional  when the wasm toolchain is missing, say so and exit 0 (scripts/build.sh,
+#               for the demo); without it a missing toolchain is an error.
+#               LEASEHOLD_WASM_REQUIRED=1 makes it an error even with --optional (tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+optional=0
+if [ "${1:-}" = "--optional" ] && [ "${LEASEHOLD_WASM_REQUIRED:-}" != 1 ]; then optional=1; fi
+log() { printf '[build-wasm] %s\n' "$*"; }
+missing() {
+  if [ "$optional" = 1 ]; then
+    log "skipped: $* -- the wasm engine is not built; the native addon still works. Run 'npm run setup' to install the wasm toolchain."
+    exit 0
+  fi
+  log "error: $* -- run 'npm run setup' (scripts/setup.sh) to install it." >&2
+  exit 1
+}
+
+BUDGET_BYTES=$((60 * 1024))
+OUT=dist/wasm
+RAW=target/wasm32-unknown-unknown/release/leasehold_wasm.wasm
+# Build bookkeeping stays out of dist/ (which is published).
+WORK=target/wasm-build
+WB_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' bindings-wasm/Cargo.toml | head -n1)
+
+command -v wasm-bindgen >/dev/null || missing "the wasm-bindgen CLI is not installed"
+wb_have=$(wasm-bindgen --version | awk '{print $2}')
+[ "$wb_have" = "$WB_VERSION" ] || missing "wasm-bindgen CLI $wb_have does not match the crate's =$WB_VERSION"
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || missing "the Rust target wasm32-unknown-unknown is not installed"
+[ -x node_modules/.bin/wasm-opt ] || missing "wasm-opt (the npm package binaryen) is not installed"
+
+mkdir -p "$OUT" "$WORK"
+# One build at a time: test runs and builds may overlap on this machine.
+exec 9>"$WORK/lock"
+flock 9
+
+cargo build --release --target wasm32-unknown-unknown -p leasehold-wasm --quiet
+
+stamp="$(sha256sum "$RAW" | cut -d' ' -f1) wasm-bindgen=$wb_have $(sha256sum "$0" | cut -d' ' -f1)"
+outputs=("$OUT/node/leasehold_wasm.js" "$OUT/node/leasehold_wasm_bg.wasm" "$OUT/web/leasehold_wasm.js" "$OUT/web/leasehold_wasm_bg.wasm")
+up_to_date=1
+[ -f "$WORK/stamp" ] && [ "$(cat "$WORK/stamp")" = "$stamp" ] || up_to_date=0
+for f in "${outputs[@]}"; do [ -f "$f" ] || up_to_date=0; done
+
+if [ "$up_to_date" = 1 ]; then
+  log "wasm module up to date"
+else
+  tmp=$(mktemp -d "$WORK/tmp.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  wasm-bindgen --target nodejs --out-dir "$tmp/node" "$RAW"
+  wasm-bindgen --target web --out-dir "$tmp/web" "$RAW"
+  # Both targets carry the same module (the glue differs); optimise once, use it twice.
+  cmp -s "$tmp/node/leasehold_wasm_bg.wasm" "$tmp/web/leasehold_wasm_bg.wasm" \
+    || { log "error: wasm-bindgen wrote different modules for nodejs and web" >&2; exit 1; }
+  npx --no-install wasm-opt -Oz "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/opt.wasm"
+  cp "$tmp/opt.wasm" "$tmp/node/leasehold_wasm_bg.wasm"
+  mv "$tmp/opt.wasm" "$tmp/web/leasehold_wasm_bg.wasm"
+  # The package is "type": "commonjs"; say what each glue file is, for every resolver.
+  printf '{ "type": "commonjs" }\n' >"$tmp/node/package.json"
+  printf '{ "type": "module" }\n' >"$tmp/web/package.json"
+  for target in node web; do
+    rm -rf "$OUT/.old-$target"
+    if [ -d "$OUT/$target" ]; then mv "$OUT/$target" "$OUT/.old-$target"; fi
+    mv "$tmp/$target" "$OUT/$target"
+    rm -rf "$OUT/.old-$target"
+  done
+  printf '%s\n' "$stamp" >"$WORK/stamp"
+  log "wrote $OUT/node and $OUT/web"
+fi
+
+node scripts/esm-host.mjs lib/host.cjs "$OUT/host.mjs"
+
+raw_bytes=$(wc -c <"$OUT/web/leasehold_wasm_bg.wasm")
+gz_bytes=$(gzip -9c "$OUT/web/leasehold_wasm_bg.wasm" | wc -c)
+printf '{ "wasmBytes": %d, "gzipBytes": %d, "budgetGzipBytes": %d }\n' "$raw_bytes" "$gz_bytes" "$BUDGET_BYTES" >"$OUT/size.json"
+kb() { awk -v b="$1" 'BEGIN { printf "%.1f KB", b / 1024 }'; }
+if [ "$gz_bytes" -le "$BUDGET_BYTES" ]; then
+  log "leasehold_wasm_bg.wasm: $(kb "$raw_bytes"), $(kb "$gz_bytes") gzipped (budget $(kb "$BUDGET_BYTES"))"
+else
+  log "warning: leasehold_wasm_bg.wasm is $(kb "$gz_bytes") gzipped, over the $(kb "$BUDGET_BYTES") budget" >&2
+fi
