@@ -459,16 +459,13 @@ describe('wake-on-release', () => {
     assert.ok(r.gap < 1250, `the poll (every 1000 ms at most) took it: ${r.gap.toFixed(1)} ms`);
   });
 
-  // Known engine bug (core/src/engine.rs, `Engine::released`): an announcement that
-  // arrives while the head waiter's try is in flight is dropped, and the try's `held`
-  // answer (evaluated by Redis before the release) then schedules the next poll, up to
-  // 1000 ms away. The window is the reply latency of one acquire; on a slow link (here
-  // 100 ms, added to the real store's answers; `subscribe` is the real store's) every
-  // release in it costs the waiter a full poll interval. Expected once fixed: the waiter
-  // tries again as soon as the stale `held` answer lands (about 2 x 100 ms).
+  // An announcement that arrives while the head waiter's try is in flight must not be
+  // lost: that try's `held` answer was evaluated by Redis before the release, so the
+  // engine tries again as soon as it lands instead of waiting for the next poll. On a
+  // slow link (here 100 ms added to the real store's answers; `subscribe` is the real
+  // store's) the waiter then runs about 2 x 100 ms after the release, not a poll later.
   test(
     'a release announced while the waiter\'s try is in flight still wakes it (slow link)',
-    { todo: 'engine drops a release announced during an in-flight acquire (Engine::released)' },
     async (t) => {
       const key = uniqueKey('in-flight');
       const prefix = 'in-flight';

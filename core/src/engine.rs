@@ -250,6 +250,9 @@ struct Acquiring {
     queued: bool,
     in_flight: Option<(u32, Millis)>,
     next_try: Option<Millis>,
+    /// A release was announced while a try was in flight: that try may have been
+    /// answered "held" just before the release, so the next try goes at once.
+    release_seen: bool,
 }
 
 #[derive(Debug)]
@@ -693,8 +696,10 @@ impl Engine {
         self.tick();
         if let Some(head) = self.queues.head(store, key) {
             let layer = self.execs.get(&head).map_or(0, current_layer);
-            let idle = self.acquiring_mut(head, layer).is_some_and(|a| a.in_flight.is_none());
-            if idle {
+            let Some(a) = self.acquiring_mut(head, layer) else { return };
+            if a.in_flight.is_some() {
+                a.release_seen = true;
+            } else {
                 self.try_acquire(head, layer);
             }
         }
@@ -803,6 +808,7 @@ impl Engine {
             queued: false,
             in_flight: None,
             next_try: None,
+            release_seen: false,
         });
         self.try_acquire(exec, layer);
     }
@@ -882,6 +888,10 @@ impl Engine {
                 }
                 let is_head = self.queues.head(store, &key) == Some(exec);
                 let a = self.acquiring_mut(exec, layer).expect("acquiring");
+                if std::mem::take(&mut a.release_seen) && is_head {
+                    self.try_acquire(exec, layer);
+                    return;
+                }
                 let next = if is_head {
                     // A memory store says when the lease ends, and announces an earlier
                     // release: no polling. Other stores are polled with backoff.

@@ -685,3 +685,21 @@ fn extend_through_a_store_answers_with_an_effect_and_false_after_a_loss() {
     assert_eq!(effects.iter().filter(|x| matches!(x, Effect::Extended { .. })).count(), 1);
     assert_eq!(e.extend(1, None).unwrap(), Extend::Done(false));
 }
+
+#[test]
+fn a_release_announced_while_a_try_is_in_flight_is_not_lost() {
+    let mut e = engine();
+    let store = StoreRef::External { id: 3, announces: true };
+    e.start(1, vec![lock(store, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    let first = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(first.request, Answer::Acquired(None));
+    drain(&mut e);
+    e.advance(50).unwrap();
+    let second = only_call(&mut e, StoreMethod::Acquire);
+    // The store answered "held" just before the release, and the answer arrives after it.
+    e.released(store, "k");
+    assert!(drain(&mut e).is_empty(), "no second try while one is in flight");
+    e.answer(second.request, Answer::Acquired(None));
+    let third = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(third.at, 50, "tried again at once, not at the next poll");
+}
