@@ -70,11 +70,7 @@ function createApi(binding, options) {
 
   class EngineHost {
     constructor(fake, start) {
-      try {
-        this.engine = new binding.Engine(fake, start, randomSeed());
-      } catch (error) {
-        throw fromEngine(error);
-      }
+      this.startAt = start;
       this.fake = fake;
       this.execs = new Map();
       this.stores = new Map();
@@ -88,6 +84,21 @@ function createApi(binding, options) {
       this.wantRef = false;
       this.unrefPending = false;
       this.defaultStoreInstance = undefined;
+    }
+
+    /**
+     * The engine, created (and seeded) on first use, so pipelines can be built at module
+     * load where a runtime forbids random values there (workerd). Then an own property.
+     */
+    get engine() {
+      let engine;
+      try {
+        engine = new binding.Engine(this.fake, this.startAt, randomSeed());
+      } catch (error) {
+        throw fromEngine(error);
+      }
+      Object.defineProperty(this, 'engine', { value: engine, writable: true, configurable: true });
+      return engine;
     }
 
     get defaultStore() {

@@ -1,0 +1,28 @@
+// Entry for Cloudflare Workers (the `workerd` condition). workerd forbids compiling wasm
+// from bytes, so the module is imported precompiled (wrangler and miniflare turn a `.wasm`
+// import into a `WebAssembly.Module`). Needs the `nodejs_compat` (or `nodejs_als`)
+// compatibility flag for AsyncLocalStorage, which makes `getLockToken()` work across
+// `await`.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import wasmModule from '../dist/wasm/web/leasehold_wasm_bg.wasm';
+import { createWasmApi, initSync } from './wasm-api.mjs';
+
+initSync({ module: wasmModule });
+const api = createWasmApi(AsyncLocalStorage);
+
+export const {
+  engine,
+  ResiliencePipelineBuilder,
+  ResiliencePipeline,
+  MemoryLockStore,
+  FakeTimeProvider,
+  LockNotAcquiredError,
+  LockLostError,
+  LockStoreError,
+  isRejection,
+  getLockToken,
+  LOCK_TOKEN,
+  acquireLock,
+  withLock,
+} = api;
+export default api;
