@@ -1,0 +1,207 @@
+// Every example in examples/ run as its users would run it (a child process, settings
+// from the environment), against real servers started here: Redis for cron-fleet,
+// PostgreSQL for fenced-write, and for browser-tab a headless Chromium on the page
+// served by the example's own server. Assertions are on what the examples print.
+// Run: node --test js-tests/examples.test.mjs
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startRedisServer } from './support/redis.mjs';
+import { startPostgres } from './support/postgres.mjs';
+
+const examples = fileURLToPath(new URL('../examples/', import.meta.url));
+
+/** Runs `node <file>` with `env`; resolves { code, stdout, stderr }; killed after `timeoutMs`. */
+function runNode(file, { env = {}, timeoutMs = 20_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [file], {
+      cwd: examples,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${file} did not finish in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let redis;
+let postgres;
+
+before(async () => {
+  [redis, postgres] = await Promise.all([startRedisServer(), startPostgres({ database: 'examples' })]);
+});
+
+after(async () => {
+  await Promise.allSettled([redis?.stop(), postgres?.stop()]);
+});
+
+test('cron-fleet: of 5 instances started at once, exactly one runs the nightly job', async (t) => {
+  const started = performance.now();
+  const { code, stdout, stderr } = await runNode('cron-fleet/fleet.mjs', {
+    env: { REDIS_URL: redis.url, FLEET_SIZE: '5' },
+  });
+  t.diagnostic(`${Math.round(performance.now() - started)} ms\n${stdout}`);
+  assert.equal(code, 0, stderr);
+  const lines = stdout.trim().split('\n');
+  const ran = lines.filter((l) => / ran nightly-report:/.test(l));
+  const skipped = lines.filter((l) => / skipped nightly-report:/.test(l));
+  assert.equal(ran.length, 1, stdout);
+  assert.equal(skipped.length, 4, stdout);
+  assert.match(stdout, /^1 of 5 instances ran the job$/m);
+
+  // The same day again: everyone skips (the first to look finds the job done; another
+  // may find the lock held while that one looks).
+  const again = await runNode('cron-fleet/fleet.mjs', { env: { REDIS_URL: redis.url, FLEET_SIZE: '2', JOB_MS: '50' } });
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /^0 of 2 instances ran the job$/m);
+  assert.ok(/already done today/.test(again.stdout), again.stdout);
+  assert.equal((again.stdout.match(/: skipped nightly-report:/g) ?? []).length, 2, again.stdout);
+});
+
+test("fenced-write: the stale holder's write is rejected by the database, the newer one stands", async (t) => {
+  const { code, stdout, stderr } = await runNode('fenced-write/fenced-write.mjs', { env: { DATABASE_URL: postgres.url } });
+  t.diagnostic(stdout);
+  assert.equal(code, 0, stderr);
+  const tokenA = Number(stdout.match(/A: holds account:42 with token (\d+)/)?.[1]);
+  const tokenB = Number(stdout.match(/B: got account:42 with token (\d+)/)?.[1]);
+  assert.ok(tokenB > tokenA, `B's token ${tokenB} > A's ${tokenA}`);
+  assert.match(stdout, /B: write accepted/);
+  assert.match(stdout, new RegExp(`A: write REJECTED: token ${tokenA} is stale`));
+  assert.match(stdout, /A: release: nothing to release, the lease had lapsed/);
+  assert.match(stdout, /db: final balance 150 /);
+  // In that order: B wrote before A came back.
+  assert.ok(stdout.indexOf('B: write accepted') < stdout.indexOf('A: write REJECTED'));
+});
+
+test("custom-store: a Map store through a pipeline; one holder at a time, tokens increasing", async (t) => {
+  const { code, stdout, stderr } = await runNode('custom-store/main.mjs');
+  t.diagnostic(stdout);
+  assert.equal(code, 0, stderr);
+  const holds = [...stdout.matchAll(/task \d: holds 'report' with token (\d+) \(holders now: (\d+)\)/g)];
+  assert.equal(holds.length, 3, stdout);
+  const tokens = holds.map((m) => Number(m[1]));
+  for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens ${tokens.join(', ')}`);
+  assert.deepEqual(holds.map((m) => m[2]), ['1', '1', '1']);
+  assert.match(stdout, /fail-fast: LOCK_NOT_ACQUIRED, the key is held/);
+  assert.match(stdout, /\(increasing\)/);
+  assert.match(stdout, /after the last release: locked = false/);
+});
+
+// ---------------------------------------------------------------------------------
+// browser-tab: Debian's chromium, headless, driven by playwright-core
+// ---------------------------------------------------------------------------------
+
+const require = createRequire(import.meta.url);
+const CHROMIUM = '/usr/bin/chromium';
+let playwright;
+try {
+  playwright = require('playwright-core');
+} catch {
+  playwright = undefined;
+}
+const browserMissing = !playwright
+  ? 'playwright-core is not installed'
+  : !existsSync(CHROMIUM)
+    ? `${CHROMIUM} is not installed (npm run setup installs it)`
+    : !existsSync(fileURLToPath(new URL('../lib/browser.mjs', import.meta.url)))
+      ? 'lib/browser.mjs (the browser entry) is not there'
+      : false;
+
+/** Starts examples/browser-tab/serve.mjs on a free port; resolves { url, stop }. */
+function startExampleServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['browser-tab/serve.mjs'], {
+      cwd: examples,
+      env: { ...process.env, PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve.mjs printed no URL:\n${out}`));
+    }, 10_000);
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const url = out.match(/serving (http:\/\/\S+)/)?.[1];
+      if (url) {
+        clearTimeout(timer);
+        resolve({ url, stop: () => child.kill('SIGTERM') });
+      }
+    });
+    child.stderr.on('data', (chunk) => {
+      out += chunk;
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve.mjs exited (${code}):\n${out}`));
+    });
+  });
+}
+
+test('browser-tab: two quick clicks in headless Chromium; the saves never overlap', { skip: browserMissing }, async (t) => {
+  const server = await startExampleServer();
+  const browser = await playwright.chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  try {
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('pageerror', (err) => problems.push(`pageerror: ${err.message}`));
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') problems.push(`console: ${msg.text()}`);
+    });
+    await page.goto(server.url);
+    await page.waitForFunction(() => window.leaseholdDemo?.ready === true, null, { timeout: 15_000 });
+    // Two clicks in the same instant: the second save must wait for the first.
+    await page.evaluate(() => {
+      const button = document.getElementById('save');
+      button.click();
+      button.click();
+    });
+    await page.waitForFunction(() => window.leaseholdDemo.saves.length === 2, null, { timeout: 10_000 });
+    const demo = await page.evaluate(() => window.leaseholdDemo);
+    const log = await page.textContent('#log');
+    t.diagnostic(`engine ${demo.engine}; saves ${JSON.stringify(demo.saves)}\n${log}`);
+    assert.deepEqual(problems, []);
+    assert.equal(demo.engine, 'wasm');
+    assert.equal(demo.clicks, 2);
+    assert.equal(demo.maxInside, 1, 'never two saves at once');
+    const [first, second] = demo.saves;
+    assert.deepEqual([first.click, second.click], [1, 2], 'in click order');
+    assert.ok(second.start >= first.end, `the second save started (${second.start}) after the first ended (${first.end})`);
+    assert.ok(Number.isSafeInteger(first.token) && second.token > first.token, `tokens ${first.token} < ${second.token}`);
+    assert.match(log, /click 1: saving with fencing token \d+\n(.*\n)*click 1: saved\n(.*\n)*click 2: saving/);
+  } finally {
+    await browser.close();
+    server.stop();
+  }
+});
