@@ -314,10 +314,11 @@ describe('standalone Redis', () => {
 
       test('renew keeps a short lease alive past its original ttl', async () => {
         const key = uniqueKey('renew');
-        assert.ok(await store.acquire(key, 'A', 100));
-        const deadline = Date.now() + 300;
+        // ttl 400 ms, renewed every ~25 ms for 1.2 s: each step has a 16x margin on a busy machine.
+        assert.ok(await store.acquire(key, 'A', 400));
+        const deadline = Date.now() + 1200;
         while (Date.now() < deadline) {
-          assert.equal(await store.renew(key, 'A', 100), true);
+          assert.equal(await store.renew(key, 'A', 400), true);
           await sleep(25);
         }
         assert.equal(await store.isLocked(key), true);
