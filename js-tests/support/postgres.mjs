@@ -20,6 +20,24 @@ import pg from 'pg';
 const HOST = '127.0.0.1';
 const SUPERUSER = 'postgres';
 
+// A process that dies without running its 'exit' handlers (SIGKILL, a crash) would leave
+// its server running: a detached watchdog shell per server stops it (immediate
+// shutdown) and deletes its directory once this process is gone.
+const WATCHDOG = `parent=$1 pidfile=$2 dir=$3
+while kill -0 "$parent" 2>/dev/null; do sleep 0.5; done
+pid=$(head -n 1 "$pidfile" 2>/dev/null)
+if [ -n "$pid" ]; then kill -QUIT "$pid" 2>/dev/null; sleep 2; fi
+rm -rf "$dir"`;
+
+function startWatchdog(dir, data) {
+  const child = spawn('sh', ['-c', WATCHDOG, 'leasehold-pg-watchdog', String(process.pid), path.join(data, 'postmaster.pid'), dir], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  child.unref();
+  return child;
+}
+
 /** Every server still running: killed on process exit whatever happened. */
 const live = new Set();
 process.on('exit', () => {
@@ -131,8 +149,17 @@ export async function startPostgres({ database = 'leasehold', settings = {} } = 
   let child;
   let output = '';
   let exited;
+  const watchdog = startWatchdog(dir, data);
+  const stopWatchdog = () => {
+    try {
+      watchdog.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
   const server = {
     killNow() {
+      stopWatchdog();
       // Immediate shutdown, synchronous: for process exit only.
       try {
         if (child && child.exitCode === null && child.signalCode === null) postmasterKill('SIGQUIT');
@@ -253,6 +280,7 @@ export async function startPostgres({ database = 'leasehold', settings = {} } = 
           }
         } finally {
           live.delete(server);
+          stopWatchdog();
           rmSync(dir, { recursive: true, force: true });
         }
       },
