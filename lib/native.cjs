@@ -4,9 +4,14 @@ const path = require('node:path');
 
 function abiSuffix() {
   if (process.platform !== 'linux') return '';
-  const report = typeof process.report?.getReport === 'function' ? process.report.getReport() : undefined;
-  const glibc = report?.header?.glibcVersionRuntime;
-  return glibc ? '-gnu' : '-musl';
+  // musl systems say so in their ldd; reading it needs no special permission (Deno
+  // gates process.report behind --allow-sys).
+  try {
+    return require('node:fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? '-musl' : '-gnu';
+  } catch {
+    const glibc = process.report?.getReport?.()?.header?.glibcVersionRuntime;
+    return glibc ? '-gnu' : '-musl';
+  }
 }
 
 function addonFile() {

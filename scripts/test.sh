@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s\n' "$*"; }
+# On the test path a missing wasm toolchain is an error, never a skipped engine.
+export LEASEHOLD_WASM_REQUIRED=1
 
 step "setup"
 bash scripts/setup.sh
@@ -19,13 +21,17 @@ cargo test -p leasehold-core --quiet
 step "build"
 bash scripts/build.sh
 
+step "wasm binding tests (Node and headless Chromium)"
+bash scripts/test-wasm-bindgen.sh
+
 step "type test"
 npx tsc -p js-tests/types
 
 step "JS suite on the native engine"
 LEASEHOLD_ENGINE=native node --test --test-concurrency=2 js-tests/*.test.mjs
 
-if [ -f lib/wasm-node.cjs ]; then
-  step "JS suite on the wasm engine"
-  LEASEHOLD_ENGINE=wasm node --test --test-concurrency=2 js-tests/*.test.mjs
-fi
+step "JS suite on the wasm engine"
+LEASEHOLD_ENGINE=wasm node --test --test-concurrency=2 js-tests/*.test.mjs
+
+step "runtime matrix (Node 20/22, Bun, Deno, workerd, Chromium)"
+node js-tests/matrix/run.mjs

@@ -335,14 +335,13 @@ const runs = [
   cliRun({ runtime: 'Bun', engine: 'native', command: BUN, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'native' } }),
   cliRun({ runtime: 'Bun', engine: 'wasm', command: BUN, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'wasm' } }),
   // Deno picks the `deno` condition (wasm) for `leasehold`; `leasehold/node` is the Node
-  // entry, which loads the napi addon with --allow-ffi (and --allow-sys: lib/native.cjs
-  // reads process.report to tell glibc from musl, which Deno gates behind it).
+  // entry, which loads the napi addon with --allow-ffi.
   cliRun({ runtime: 'Deno', engine: 'wasm', command: DENO, args: ['run', '--no-lock', '--no-prompt', '--allow-read', '--allow-env'], specifier: 'leasehold' }),
   cliRun({
     runtime: 'Deno',
     engine: 'native',
     command: DENO,
-    args: ['run', '--no-lock', '--no-prompt', '--allow-read', '--allow-env', '--allow-ffi', '--allow-sys'],
+    args: ['run', '--no-lock', '--no-prompt', '--allow-read', '--allow-env', '--allow-ffi'],
     specifier: 'leasehold/node',
     env: { LEASEHOLD_ENGINE: 'native' },
   }),
@@ -440,6 +439,19 @@ if (size) {
   );
 }
 fs.writeFileSync(path.join(here, 'RESULTS.md'), `${lines.join('\n')}\n`);
+
+// The README's runtime table is this result, pasted between its markers: what the
+// matrix proved on the last run, never typed by hand.
+const readmePath = path.join(root, 'README.md');
+const readme = fs.readFileSync(readmePath, 'utf8');
+const start = '<!-- runtime-table:start -->';
+const end = '<!-- runtime-table:end -->';
+const from = readme.indexOf(start);
+const to = readme.indexOf(end);
+if (from >= 0 && to > from) {
+  const updated = `${readme.slice(0, from + start.length)}\n${lines.join('\n')}\n${readme.slice(to)}`;
+  if (updated !== readme) fs.writeFileSync(readmePath, updated);
+}
 
 console.log(`[matrix] wrote js-tests/matrix/RESULTS.md in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 console.log(`matrix: ${passed} passed, ${failed} failed`);
