@@ -1,0 +1,108 @@
+// In-process locks, one factory per library, each used the way its README shows.
+// `createMemoryLock(name, { singleKey, wait })` resolves to `run(key, fn)`, which runs
+// `fn` holding the lock on `key` (on `singleKey` when given: the library's one-lock
+// form, no per-call key lookup) and resolves to its value.
+//
+// - floor: the least a correct per-key FIFO lock can do in JavaScript, a promise chain
+//   per key, the map entry dropped when the chain ends.
+// - async-mutex: `Mutex#runExclusive`; for many keys a Map of mutexes, each dropped when
+//   it is idle again (async-mutex has no keyed form; keeping them all would leak).
+// - verrou: `@verrou/core` with its memory store, `createLock(key, ttl).run(fn)`;
+//   waiting is its own retry loop (default delay 250 ms).
+// - leasehold-native / leasehold-wasm: a pipeline on the default MemoryLockStore; the
+//   engine is chosen by LEASEHOLD_ENGINE before this module is imported.
+
+export const MEMORY_LIBS = ['floor', 'async-mutex', 'verrou', 'leasehold-native', 'leasehold-wasm'];
+
+const TTL_MS = 30_000;
+
+function floorLock() {
+  const tails = new Map();
+  return async function run(key, fn) {
+    const previous = tails.get(key);
+    let release;
+    const mine = new Promise((resolve) => {
+      release = resolve;
+    });
+    tails.set(key, mine);
+    if (previous !== undefined) await previous;
+    try {
+      return await fn();
+    } finally {
+      if (tails.get(key) === mine) tails.delete(key);
+      release();
+    }
+  };
+}
+
+async function asyncMutexLock({ singleKey }) {
+  const { Mutex } = await import('async-mutex');
+  if (singleKey !== undefined) {
+    const mutex = new Mutex();
+    return (_key, fn) => mutex.runExclusive(fn);
+  }
+  const mutexes = new Map();
+  return async function run(key, fn) {
+    let mutex = mutexes.get(key);
+    if (mutex === undefined) {
+      mutex = new Mutex();
+      mutexes.set(key, mutex);
+    }
+    try {
+      return await mutex.runExclusive(fn);
+    } finally {
+      if (!mutex.isLocked() && mutexes.get(key) === mutex) mutexes.delete(key);
+    }
+  };
+}
+
+async function verrouLock({ singleKey }) {
+  const { Verrou } = await import('@verrou/core');
+  const { memoryStore } = await import('@verrou/core/drivers/memory');
+  const verrou = new Verrou({ default: 'memory', stores: { memory: { driver: memoryStore() } } });
+  return async function run(key, fn) {
+    const [acquired, value] = await verrou.createLock(singleKey ?? key, TTL_MS).run(fn);
+    if (!acquired) throw new Error('verrou: lock not acquired');
+    return value;
+  };
+}
+
+async function leaseholdLock({ singleKey, wait }, engine) {
+  if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
+    throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
+  }
+  const api = (await import('../../lib/index.mjs')).default;
+  if (api.engine !== engine) throw new Error(`asked for the ${engine} engine, got ${api.engine}`);
+  if (singleKey !== undefined) {
+    const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: singleKey, ttl: TTL_MS, wait }).build();
+    return (_key, fn) => pipeline.execute(fn);
+  }
+  const pipeline = new api.ResiliencePipelineBuilder().addLock({ ttl: TTL_MS, wait }).build();
+  return (key, fn) => pipeline.execute(fn, { operationKey: key });
+}
+
+/** `wait` in ms (Infinity: as long as it takes); only leasehold needs to be told. */
+export async function createMemoryLock(name, { singleKey, wait = 0 } = {}) {
+  switch (name) {
+    case 'floor':
+      return floorLock();
+    case 'async-mutex':
+      return asyncMutexLock({ singleKey });
+    case 'verrou':
+      return verrouLock({ singleKey });
+    case 'leasehold-native':
+      return leaseholdLock({ singleKey, wait }, 'native');
+    case 'leasehold-wasm':
+      return leaseholdLock({ singleKey, wait }, 'wasm');
+    default:
+      throw new Error(`unknown memory library ${name}`);
+  }
+}
+
+/** Entries the leasehold engine keeps in its default memory store (0 for the others). */
+export async function engineEntries(name) {
+  if (!name.startsWith('leasehold')) return undefined;
+  const api = (await import('../../lib/index.mjs')).default;
+  const internals = api[Symbol.for('leasehold.internals')];
+  return internals.hostOf(undefined).engine.memEntries(0);
+}

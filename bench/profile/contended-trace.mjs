@@ -1,0 +1,132 @@
+// Diagnosis for scenario 5: a fleet of processes on one Redis key through leasehold,
+// counting what the engine asks of the store (tries, subscribes, unsubscribes) and how
+// each try came about: inside a release announcement, or otherwise (first try, poll).
+//
+//   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR]
+//
+// Starts its own redis-server; LEASEHOLD_ENGINE picks the engine.
+
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { startRedisServer } from '../../js-tests/support/redis.mjs';
+import { startChild } from '../support/children.mjs';
+import { connect } from '../support/redis-client.mjs';
+
+const SELF = fileURLToPath(import.meta.url);
+
+async function worker({ port, key, count, linger }) {
+  const api = (await import('../../lib/index.mjs')).default;
+  const { RedisLockStore } = await import('../../lib/redis.mjs');
+  const client = await connect(port);
+  const store = new RedisLockStore({ client, prefix: 'trace' });
+  const c = { tries: 0, triesInWake: 0, grants: 0, subscribes: 0, unsubscribes: 0, wakes: 0, wakesIdle: 0, sameAsLast: 0 };
+  let inWake = false;
+  let waiting = false;
+  const acquire = store.acquire.bind(store);
+  store.acquire = async (...args) => {
+    c.tries += 1;
+    if (inWake) c.triesInWake += 1;
+    const r = await acquire(...args);
+    if (r) c.grants += 1;
+    return r;
+  };
+  const realSubscribe = store.subscribe.bind(store);
+  // --linger: one real subscription per key, kept after the waiter leaves; the engine's
+  // subscribe/unsubscribe only plug its listener in and out (what a lingering
+  // subscription in RedisLockStore would do).
+  const lingering = new Map();
+  const subscribe = linger
+    ? (k, onReleased) => {
+        let slot = lingering.get(k);
+        if (!slot) {
+          slot = { listener: undefined };
+          lingering.set(k, slot);
+          realSubscribe(k, () => slot.listener?.());
+        }
+        slot.listener = onReleased;
+        return () => {
+          if (slot.listener === onReleased) slot.listener = undefined;
+        };
+      }
+    : realSubscribe;
+  store.subscribe = (k, onReleased) => {
+    c.subscribes += 1;
+    const stop = subscribe(k, () => {
+      c.wakes += 1;
+      if (!waiting) c.wakesIdle += 1;
+      inWake = true;
+      try {
+        onReleased();
+      } finally {
+        inWake = false;
+      }
+    });
+    return () => {
+      c.unsubscribes += 1;
+      stop();
+    };
+  };
+  const pipeline = new api.ResiliencePipelineBuilder().addLock({ key, store, ttl: 10_000, wait: 60_000 }).build();
+  const lines = createInterface({ input: process.stdin });
+  const go = new Promise((resolve) => lines.once('line', resolve));
+  process.stdout.write('{"ready":true}\n');
+  await go;
+  lines.close();
+  const waits = [];
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  for (let i = 0; i < count; i++) {
+    const asked = performance.now();
+    waiting = true;
+    await pipeline.execute(async () => {
+      waiting = false;
+      waits.push(performance.now() - asked);
+      const last = await client.getset(`${key}:last`, String(process.pid));
+      if (last === String(process.pid)) c.sameAsLast += 1;
+      await client.ping();
+    });
+  }
+  const elapsedMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  c.cpuMs = (cpu.user + cpu.system) / 1000;
+  await store.close();
+  client.disconnect();
+  waits.sort((a, b) => a - b);
+  return { ...c, elapsedMs, waitP50: waits[waits.length >> 1], waitP99: waits[Math.ceil(waits.length * 0.99) - 1] };
+}
+
+if (process.argv[2]?.startsWith('{')) {
+  const out = await worker(JSON.parse(process.argv[2]));
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.exit(0);
+}
+
+const processes = Number(process.argv[2] ?? 8);
+const perProcess = Number(process.argv[3] ?? 200);
+const linger = process.argv.includes('--linger');
+// --prof=DIR: every worker writes a V8 CPU profile there (summarise with profile/top.mjs).
+const profDir = process.argv.find((a) => a.startsWith('--prof='))?.slice('--prof='.length);
+const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir] : [];
+const server = await startRedisServer();
+try {
+  const fleet = Array.from({ length: processes }, () =>
+    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger }, { timeoutMs: 120_000, nodeArgs }),
+  );
+  await Promise.all(fleet.map((f) => f.ready));
+  const t0 = performance.now();
+  for (const f of fleet) f.go();
+  const outs = await Promise.all(fleet.map((f) => f.result));
+  const wall = performance.now() - t0;
+  const sum = (k) => outs.reduce((n, o) => n + o[k], 0);
+  const total = processes * perProcess;
+  console.log(`${process.env.LEASEHOLD_ENGINE || 'native'}${linger ? ' --linger' : ''}: ${total} executions in ${wall.toFixed(0)} ms = ${((total / wall) * 1000).toFixed(0)}/s`);
+  for (const k of ['tries', 'triesInWake', 'grants', 'subscribes', 'unsubscribes', 'wakes', 'wakesIdle', 'sameAsLast']) {
+    console.log(`  ${k.padEnd(13)} ${String(sum(k)).padStart(7)}  (${(sum(k) / total).toFixed(2)} per execution)`);
+  }
+  console.log(`  client CPU per execution (all processes): ${((sum('cpuMs') / total) * 1000).toFixed(0)} µs`);
+  console.log(`  first tries ${total}, tries after a poll timer ≈ ${sum('tries') - sum('triesInWake') - total}`);
+  console.log(`  wait p50 per process (ms): ${outs.map((o) => o.waitP50.toFixed(2)).join(' ')}`);
+  console.log(`  wait p99 per process (ms): ${outs.map((o) => o.waitP99.toFixed(1)).join(' ')}`);
+} finally {
+  await server.stop();
+}

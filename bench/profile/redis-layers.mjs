@@ -1,0 +1,118 @@
+// Diagnosis for scenario 4: where leasehold's time goes per uncontended Redis execution,
+// layer by layer, each variant in its own process, interleaved over rounds:
+//   floor          SET NX PX + EVALSHA compare-and-delete (two round trips)
+//   scripts        leasehold's own ACQUIRE + RELEASE scripts (read from lib/redis.cjs),
+//                  sent with EVALSHA straight from ioredis: the server-side cost
+//   store          RedisLockStore.acquire + release called directly: + the store's JS
+//   pipeline-noals the engine and host without AsyncLocalStorage: + the engine
+//   pipeline       as shipped: + AsyncLocalStorage
+// Also reads the server's own time per call (INFO commandstats, usec_per_call).
+//
+//   node bench/profile/redis-layers.mjs [rounds=3] [count=10000]
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { commandStats, startRedisServer, call } from '../../js-tests/support/redis.mjs';
+import { runChild } from '../support/children.mjs';
+import { connect } from '../support/redis-client.mjs';
+import { gaps, median, quantiles } from '../support/stats.mjs';
+
+const SELF = fileURLToPath(import.meta.url);
+const require = createRequire(import.meta.url);
+
+function leaseholdScript(name) {
+  const source = readFileSync(new URL('../../lib/redis.cjs', import.meta.url), 'utf8');
+  const match = source.match(new RegExp(`const ${name} = script\\(\`([\\s\\S]*?)\`\\);`));
+  if (!match) throw new Error(`${name} script not found in lib/redis.cjs`);
+  return match[1];
+}
+
+async function variantRun(variant, client) {
+  const ttl = 10_000;
+  if (variant === 'floor') {
+    const sha = await client.script('LOAD', "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
+    return async () => {
+      await client.set('floor:k', 'owner-0123456789abcdef0123456789ab', 'PX', ttl, 'NX');
+      await client.evalsha(sha, 1, 'floor:k', 'owner-0123456789abcdef0123456789ab');
+    };
+  }
+  if (variant === 'scripts') {
+    const acquire = await client.script('LOAD', leaseholdScript('ACQUIRE'));
+    const release = await client.script('LOAD', leaseholdScript('RELEASE'));
+    const owner = '0123456789abcdef0123456789abcdef';
+    return async () => {
+      await client.evalsha(acquire, 2, 'bench:{k}', 'bench:{k}:token', owner, String(ttl), '100000');
+      await client.evalsha(release, 1, 'bench:{k}', owner, 'bench:{k}:released');
+    };
+  }
+  const { RedisLockStore } = require('../../lib/redis.cjs');
+  const store = new RedisLockStore({ client, prefix: 'bench' });
+  if (variant === 'store') {
+    const owner = '0123456789abcdef0123456789abcdef';
+    return async () => {
+      await store.acquire('k', owner, ttl);
+      await store.release('k', owner);
+    };
+  }
+  const { createApi } = require('../../lib/host.cjs');
+  const engine = process.env.LEASEHOLD_ENGINE || 'native';
+  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
+  const api = createApi(binding, { engine, AsyncLocalStorage: variant === 'pipeline' ? AsyncLocalStorage : undefined });
+  const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k', ttl, store }).build();
+  const noop = async () => 0;
+  return () => pipeline.execute(noop);
+}
+
+if (process.argv[2]?.startsWith('{')) {
+  const { variant, port, count } = JSON.parse(process.argv[2]);
+  const client = await connect(port);
+  const run = await variantRun(variant, client);
+  for (let i = 0; i < 1000; i++) await run();
+  const stamps = new Float64Array(count + 1);
+  stamps[0] = performance.now();
+  for (let i = 0; i < count; i++) {
+    await run();
+    stamps[i + 1] = performance.now();
+  }
+  const q = quantiles(gaps(stamps, count));
+  process.stdout.write(`${JSON.stringify({ opsPerSec: (count / (stamps[count] - stamps[0])) * 1000, p50: q.p50 })}\n`);
+  process.exit(0);
+}
+
+const rounds = Number(process.argv[2] ?? 3);
+const count = Number(process.argv[3] ?? 10_000);
+const variants = ['floor', 'scripts', 'store', 'pipeline-noals', 'pipeline'];
+const server = await startRedisServer();
+const results = Object.fromEntries(variants.map((v) => [v, []]));
+const serverUs = {};
+try {
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < variants.length; i++) {
+      const v = variants[(i + r) % variants.length];
+      await call(server.port, ['CONFIG', 'RESETSTAT']);
+      results[v].push(await runChild(SELF, { variant: v, port: server.port, count }));
+      const stats = await commandStats(server.port);
+      serverUs[v] ??= [];
+      serverUs[v].push(
+        Object.entries(stats)
+          .filter(([name]) => ['set', 'evalsha'].includes(name))
+          .map(([name, s]) => `${name} ${s.usec_per_call.toFixed(1)} µs`)
+          .join(', '),
+      );
+    }
+  }
+} finally {
+  await server.stop();
+}
+console.log(`engine ${process.env.LEASEHOLD_ENGINE || 'native'}; ${rounds} rounds × ${count}; medians; ratio: per-round to floor`);
+for (const v of variants) {
+  const ops = median(results[v].map((x) => x.opsPerSec));
+  const p50 = median(results[v].map((x) => x.p50));
+  const ratio = median(results[v].map((x, i) => x.opsPerSec / results.floor[i].opsPerSec));
+  const dp50 = median(results[v].map((x, i) => x.p50 - results.floor[i].p50));
+  console.log(
+    `${v.padEnd(15)} ${Math.round(ops).toString().padStart(7)} ops/s  p50 ${(p50 * 1000).toFixed(1).padStart(6)} µs  (+${(dp50 * 1000).toFixed(1)} µs vs floor)  ×floor ${ratio.toFixed(2)}  server: ${serverUs[v].at(-1)}`,
+  );
+}

@@ -1,0 +1,498 @@
+// `npm run bench`: leasehold (native and wasm engines) side by side with the libraries
+// people use today and a hand-written floor, in one run. Prints markdown tables and
+// keeps the latest in bench/RESULTS.md (between the markers; the analysis around them
+// is written by hand).
+//
+//   node bench/run.mjs [--only=1,3,5] [--rounds=N] [--quick] [--no-write] [--inprocess-only]
+//
+// Each library runs each scenario in its own child process (see README "in-process
+// state" in RESULTS.md for why), interleaved: round r runs every library once, in an
+// order rotated by r. Tables show medians over rounds; a ratio is the median of the
+// per-round ratios (both sides measured in the same round). Bounded: counts are fixed,
+// every child has a deadline and a timeout, and the Redis servers are our own, on
+// loopback, stopped at the end.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BENCH = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.dirname(BENCH);
+const started = performance.now();
+
+// ---- options ------------------------------------------------------------------------
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const option = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const quick = flag('quick');
+const only = option('only')?.split(',').map(Number);
+const roundsOverride = option('rounds') === undefined ? undefined : Number(option('rounds'));
+const write = !flag('no-write') && !quick && only === undefined;
+
+function log(message) {
+  process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}\n`);
+}
+
+// ---- setup: peers installed, engines built ------------------------------------------
+
+function ensureInstalled() {
+  if (existsSync(path.join(BENCH, 'node_modules', '.package-lock.json'))) return;
+  log('installing the peers (npm --prefix bench ci)');
+  // Its output goes to stderr: stdout carries the report.
+  const r = spawnSync('npm', ['--prefix', BENCH, 'ci', '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2] });
+  if (r.status !== 0) throw new Error('npm --prefix bench ci failed');
+}
+
+function engineFiles() {
+  const addon = execFileSync(process.execPath, ['-e', 'process.stdout.write(require("./lib/native.cjs").addonFile())'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  return { native: path.join(ROOT, 'dist', addon), wasm: path.join(ROOT, 'dist', 'wasm', 'node', 'leasehold_wasm.js') };
+}
+
+function ensureBuilt() {
+  let files = engineFiles();
+  if (!existsSync(files.native) || !existsSync(files.wasm)) {
+    log('building the engines (bash scripts/build.sh)');
+    spawnSync('bash', ['scripts/build.sh'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
+    files = engineFiles();
+  }
+  const engines = ['native', 'wasm'].filter((e) => existsSync(files[e]));
+  if (engines.length < 2) log(`only these engines are built: ${engines.join(', ') || 'none'}`);
+  return engines;
+}
+
+ensureInstalled();
+const engines = ensureBuilt();
+const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/stats.mjs');
+const { startChild, runChild } = await import('./support/children.mjs');
+const { startRedisServer } = await import('../js-tests/support/redis.mjs');
+
+const available = (lib) => !lib.startsWith('leasehold-') || engines.includes(lib.slice('leasehold-'.length));
+const envFor = (lib) => (lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: lib.slice('leasehold-'.length) } : {});
+const MEMORY_CHILD = path.join(BENCH, 'memory.mjs');
+const REDIS_CHILD = path.join(BENCH, 'redis.mjs');
+const MEMORY_LIBS = ['floor', 'async-mutex', 'verrou', 'leasehold-native', 'leasehold-wasm'].filter(available);
+const REDIS_LIBS = ['floor', 'redlock', 'redis-semaphore', 'verrou', 'leasehold-native', 'leasehold-wasm'].filter(available);
+const isPeer = (lib) => lib !== 'floor' && !lib.startsWith('leasehold-');
+
+const rotate = (list, by) => list.map((_, i) => list[(i + by) % list.length]);
+
+// ---- scenario definitions -----------------------------------------------------------
+
+const S = quick
+  ? {
+      uncontended: { count: 20_000, warmup: 2_000, rounds: 2 },
+      manyKeys: { count: 20_000, warmup: 1_000, rounds: 2 },
+      contention: { tasks: 64, perTask: 100, deadlineMs: 3_000, rounds: 2 },
+      inprocess: { rounds: 1 },
+      redisUncontended: { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 1 },
+      redisContended: { processes: 8, perProcess: 50, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 },
+      restart: { ttlMs: 1_500, offsets: [30] },
+    }
+  : {
+      uncontended: { count: 200_000, warmup: 20_000, rounds: 5 },
+      manyKeys: { count: 100_000, warmup: 2_000, rounds: 3 },
+      contention: { tasks: 64, perTask: 1_000, deadlineMs: 8_000, rounds: 3 },
+      inprocess: { rounds: 3 },
+      redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 3 },
+      redisContended: { processes: 8, perProcess: 500, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
+      restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
+    };
+const roundsOf = (s) => roundsOverride ?? s.rounds;
+const wanted = (n) => only === undefined || only.includes(n);
+
+/** Runs `measure(lib, round)` for every lib, interleaved over rounds; results[lib][round]. */
+async function interleave(libs, rounds, measure) {
+  const results = Object.fromEntries(libs.map((lib) => [lib, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const lib of rotate(libs, round)) {
+      try {
+        results[lib][round] = await measure(lib, round);
+      } catch (error) {
+        log(`${lib} failed in round ${round + 1}: ${error.message.split('\n')[0]}`);
+        results[lib][round] = { error: error.message.split('\n')[0] };
+      }
+    }
+  }
+  return results;
+}
+
+/** Median of one field over rounds. */
+const med = (runs, field) => median(runs.map((r) => r?.[field]));
+
+/** Median over rounds of lib/ref for `field` (both from the same round). */
+function ratio(results, lib, ref, field) {
+  if (!ref || !results[ref]) return undefined;
+  return median(results[lib].map((r, i) => r?.[field] / results[ref][i]?.[field]));
+}
+
+/** The peer with the best median of `field` (higher is better unless `lower`). */
+function bestPeer(results, field, { lower = false } = {}) {
+  let best;
+  for (const lib of Object.keys(results).filter(isPeer)) {
+    const v = med(results[lib], field);
+    if (v === undefined) continue;
+    if (best === undefined || (lower ? v < best.v : v > best.v)) best = { lib, v };
+  }
+  return best?.lib;
+}
+
+function table(headers, rows) {
+  const line = (cells) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(headers.map((h, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+const sections = [];
+const targets = [];
+function target(scenario, text, met, detail) {
+  targets.push({ scenario, text, met, detail });
+}
+
+// ---- 1. memory, uncontended ---------------------------------------------------------
+
+async function memoryChild(scenario, libs, params, { env = envFor(libs[0]), timeoutMs = 120_000 } = {}) {
+  return runChild(MEMORY_CHILD, { scenario, libs, params }, { env, nodeArgs: ['--expose-gc'], timeoutMs });
+}
+
+let perProcessUncontended;
+if (wanted(1)) {
+  const p = S.uncontended;
+  log(`1. memory, uncontended: ${p.count} sequential executions, ${roundsOf(p)} rounds`);
+  const r = await interleave(MEMORY_LIBS, roundsOf(p), async (lib) => (await memoryChild('uncontended', [lib], p))[lib]);
+  perProcessUncontended = r;
+  const best = bestPeer(r, 'opsPerSec');
+  sections.push(
+    `### 1. Memory, uncontended: ${fmtInt(p.count)} sequential executions on one key\n\n` +
+      table(
+        ['library', 'ops/s', 'mean', 'p50', 'p99', '× floor', `× best peer (${best})`],
+        MEMORY_LIBS.map((lib) => [
+          lib,
+          fmtInt(med(r[lib], 'opsPerSec')),
+          fmtMs(med(r[lib], 'meanMs')),
+          fmtMs(med(r[lib], 'p50')),
+          fmtMs(med(r[lib], 'p99')),
+          fmtRatio(ratio(r, lib, 'floor', 'opsPerSec')),
+          fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+        ]),
+      ),
+  );
+  const native = ratio(r, 'leasehold-native', 'async-mutex', 'opsPerSec');
+  const wasm = ratio(r, 'leasehold-wasm', 'async-mutex', 'opsPerSec');
+  if (native !== undefined) target(1, 'native ≥ 1× async-mutex runExclusive (ops/s)', native >= 1, fmtRatio(native));
+  if (wasm !== undefined) target(1, 'wasm ≥ 0.5× async-mutex runExclusive (ops/s)', wasm >= 0.5, fmtRatio(wasm));
+}
+
+// ---- 2. memory, many keys -----------------------------------------------------------
+
+if (wanted(2)) {
+  const p = S.manyKeys;
+  log(`2. memory, many keys: ${p.count} distinct keys, ${roundsOf(p)} rounds`);
+  const r = await interleave(MEMORY_LIBS, roundsOf(p), async (lib) => (await memoryChild('manyKeys', [lib], p))[lib]);
+  const best = bestPeer(r, 'opsPerSec');
+  sections.push(
+    `### 2. Memory, many keys: ${fmtInt(p.count)} distinct keys, once each\n\n` +
+      'Retained = JS heap + external memory after GC, minus the same before, per key (wasm linear memory counts as external). ' +
+      'RSS is noisier (the allocator keeps freed pages). Engine entries: keys the leasehold engine still stores.\n\n' +
+      table(
+        ['library', 'ops/s', 'retained / key', 'heap / key', 'external / key', 'RSS / key', 'engine entries', '× floor (ops/s)', `× best peer (${best})`],
+        MEMORY_LIBS.map((lib) => [
+          lib,
+          fmtInt(med(r[lib], 'opsPerSec')),
+          fmtBytes(med(r[lib], 'retainedPerKey')),
+          fmtBytes(med(r[lib], 'heapPerKey')),
+          fmtBytes(med(r[lib], 'externalPerKey')),
+          fmtBytes(med(r[lib], 'rssPerKey')),
+          med(r[lib], 'engineEntries') ?? '–',
+          fmtRatio(ratio(r, lib, 'floor', 'opsPerSec')),
+          fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+        ]),
+      ),
+  );
+  for (const lib of MEMORY_LIBS.filter((l) => l.startsWith('leasehold-'))) {
+    const retained = med(r[lib], 'retainedPerKey');
+    target(2, `${lib.slice(10)}: ≤ 3 bytes retained per key`, retained <= 3, `${fmtBytes(retained)} per key`);
+  }
+}
+
+// ---- 3. memory, contention ----------------------------------------------------------
+
+let perProcessContention;
+if (wanted(3)) {
+  const p = S.contention;
+  log(`3. memory, contention: ${p.tasks} tasks × ${p.perTask}, ${roundsOf(p)} rounds`);
+  const r = await interleave(MEMORY_LIBS, roundsOf(p), async (lib) =>
+    (await memoryChild('contention', [lib], p, { timeoutMs: p.deadlineMs + 60_000 }))[lib],
+  );
+  perProcessContention = r;
+  const best = bestPeer(r, 'opsPerSec');
+  sections.push(
+    `### 3. Memory, contention: ${p.tasks} tasks × ${fmtInt(p.perTask)} acquisitions of one key, one yield inside\n\n` +
+      `Handoff: from a holder's callback returning to the next holder's callback starting. Out-of-order: grants whose request came before the previous grant's. ` +
+      `Stopped at ${p.deadlineMs / 1000} s when not done (completed < planned).\n\n` +
+      table(
+        ['library', 'ops/s', 'completed', 'handoff p50', 'handoff p99', 'out-of-order grants', 'overlapping holders', '× floor (ops/s)', `× best peer (${best})`],
+        MEMORY_LIBS.map((lib) => [
+          lib,
+          fmtInt(med(r[lib], 'opsPerSec')),
+          `${fmtInt(med(r[lib], 'completed'))} / ${fmtInt(p.tasks * p.perTask)}`,
+          fmtMs(med(r[lib], 'handoffP50')),
+          fmtMs(med(r[lib], 'handoffP99')),
+          fmtInt(Math.max(...r[lib].map((x) => x?.outOfOrder ?? NaN))),
+          fmtInt(Math.max(...r[lib].map((x) => x?.overlaps ?? NaN))),
+          fmtRatio(ratio(r, lib, 'floor', 'opsPerSec')),
+          fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+        ]),
+      ),
+  );
+  for (const lib of MEMORY_LIBS.filter((l) => l.startsWith('leasehold-'))) {
+    const p99 = ratio(r, lib, 'async-mutex', 'handoffP99');
+    const fifo = Math.max(...r[lib].map((x) => x?.outOfOrder ?? Infinity));
+    const overlaps = Math.max(...r[lib].map((x) => x?.overlaps ?? Infinity));
+    target(3, `${lib.slice(10)}: handoff p99 ≤ async-mutex's`, p99 <= 1, `${fmtRatio(p99)} of async-mutex's p99 (${fmtMs(med(r[lib], 'handoffP99'))} vs ${fmtMs(med(r['async-mutex'], 'handoffP99'))})`);
+    target(3, `${lib.slice(10)}: strictly FIFO, 0 overlapping holders`, fifo === 0 && overlaps === 0, `${fifo} out of order, ${overlaps} overlaps`);
+  }
+}
+
+// ---- in-process vs per-process ------------------------------------------------------
+
+if (wanted(1) && wanted(3) && engines.includes('native')) {
+  const p = S.inprocess;
+  const libs = ['leasehold-native', 'floor', 'async-mutex'];
+  log(`in-process comparison: ${libs.join(', ')} in one process, ${roundsOf(p)} rounds`);
+  const one = await interleave(['uncontended', 'contention'], roundsOf(p), (scenario) =>
+    memoryChild(scenario, libs, scenario === 'uncontended' ? S.uncontended : S.contention, { env: { LEASEHOLD_ENGINE: 'native' } }),
+  );
+  const rows = [];
+  for (const [scenario, perProcess, field] of [
+    ['uncontended', perProcessUncontended, 'opsPerSec'],
+    ['contention', perProcessContention, 'opsPerSec'],
+    ['contention', perProcessContention, 'handoffP99'],
+  ]) {
+    for (const lib of libs) {
+      const inProc = median(one[scenario].map((x) => x?.[lib]?.[field]));
+      const perProc = med(perProcess[lib], field);
+      const fmt = field === 'opsPerSec' ? fmtInt : fmtMs;
+      rows.push([`${scenario === 'uncontended' ? '1' : '3'}. ${field === 'opsPerSec' ? 'ops/s' : 'handoff p99'}`, lib, fmt(perProc), fmt(inProc), fmtRatio(inProc / perProc)]);
+    }
+  }
+  sections.push(
+    '### In-process vs per-process (scenarios 1 and 3)\n\n' +
+      `The tables above run each library in its own process. Here one process runs ${libs.join(', then ')} in a row ` +
+      '(as a single-process benchmark would): leasehold\'s AsyncLocalStorage has by then enabled promise hooks for the whole process (Node 20), ' +
+      'and every library after it pays for them. Medians of the per-process rounds above and of the in-process rounds.\n\n' +
+      table(['measure', 'library', 'own process', 'after leasehold, same process', 'same / own'], rows),
+  );
+}
+
+// ---- Redis scenarios ----------------------------------------------------------------
+
+let redis;
+async function flush() {
+  const { call } = await import('../js-tests/support/redis.mjs');
+  await call(redis.port, ['FLUSHALL']);
+  await call(redis.port, ['SCRIPT', 'FLUSH']);
+}
+
+if (wanted(4) || wanted(5)) {
+  redis = await startRedisServer();
+  log(`redis-server on 127.0.0.1:${redis.port}`);
+}
+
+try {
+  if (wanted(4)) {
+    const p = S.redisUncontended;
+    log(`4. Redis, uncontended: ${p.count} sequential executions, ${roundsOf(p)} rounds`);
+    const r = await interleave(REDIS_LIBS, roundsOf(p), async (lib) => {
+      await flush();
+      return runChild(REDIS_CHILD, { scenario: 'uncontended', lib, params: { ...p, port: redis.port } }, { env: envFor(lib) });
+    });
+    const best = bestPeer(r, 'opsPerSec');
+    sections.push(
+      `### 4. Redis, uncontended: ${fmtInt(p.count)} sequential executions on one key\n\n` +
+        'Latencies are per execution (acquire, empty callback, release). Round trips: commands the client sent per execution. ' +
+        'RTT: median PING in the same process.\n\n' +
+        table(
+          ['library', 'ops/s', 'p50', 'p99', 'round trips', 'RTT', '× floor', `× best peer (${best})`, 'p50 × floor'],
+          REDIS_LIBS.map((lib) => [
+            lib,
+            fmtInt(med(r[lib], 'opsPerSec')),
+            fmtMs(med(r[lib], 'p50')),
+            fmtMs(med(r[lib], 'p99')),
+            med(r[lib], 'commandsPerOp')?.toFixed(2) ?? '–',
+            fmtMs(med(r[lib], 'rttMs')),
+            fmtRatio(ratio(r, lib, 'floor', 'opsPerSec')),
+            fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+            fmtRatio(ratio(r, lib, 'floor', 'p50')),
+          ]),
+        ),
+    );
+    for (const lib of REDIS_LIBS.filter((l) => l.startsWith('leasehold-'))) {
+      const x = ratio(r, lib, 'floor', 'opsPerSec');
+      const rt = med(r[lib], 'commandsPerOp');
+      target(4, `${lib.slice(10)}: ≥ 1× the floor's ops/s, ≤ 2 round trips`, x >= 1 && rt <= 2, `${fmtRatio(x)} of the floor, ${rt} round trips`);
+    }
+  }
+
+  if (wanted(5)) {
+    const p = S.redisContended;
+    const libs = REDIS_LIBS.filter((l) => l !== 'floor');
+    log(`5. Redis, contended: ${p.processes} processes × ${p.perProcess}, ${roundsOf(p)} rounds`);
+    const r = await interleave(libs, roundsOf(p), async (lib) => {
+      await flush();
+      const key = `bench:contended:${lib}`;
+      const fleet = Array.from({ length: p.processes }, () =>
+        startChild(REDIS_CHILD, { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } }, {
+          env: envFor(lib),
+          timeoutMs: p.deadlineMs + 60_000,
+        }),
+      );
+      await Promise.race([Promise.all(fleet.map((c) => c.ready)), Promise.all(fleet.map((c) => c.result))]);
+      for (const c of fleet) c.go();
+      const outs = await Promise.all(fleet.map((c) => c.result));
+      const completed = outs.reduce((n, o) => n + o.completed, 0);
+      const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
+      const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
+      const at = (q) => waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)];
+      return {
+        opsPerSec: (completed / elapsedMs) * 1000,
+        completed,
+        waitP50: at(0.5),
+        waitP99: at(0.99),
+        waitMax: waits[waits.length - 1],
+        violations: outs.reduce((n, o) => n + o.violations, 0),
+        followedSelf: outs.reduce((n, o) => n + o.followedSelf, 0) / completed,
+        cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
+        errors: outs.reduce((n, o) => n + o.errorCount, 0),
+        firstError: outs.find((o) => o.errors.length)?.errors[0],
+      };
+    });
+    const best = bestPeer(r, 'opsPerSec');
+    const planned = p.processes * p.perProcess;
+    sections.push(
+      `### 5. Redis, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
+        `Inside the lock, one Lua call INCRs a shared counter (any answer but 1 is a violation of exclusion) and records the holder's process; ` +
+        `then DECR, sent without awaiting it on the same connection ahead of the release (so Redis runs it before anyone else can enter): one round trip inside the lock. ` +
+        `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
+        `Fleet CPU: user + system time of the ${p.processes} client processes (not Redis) per completed acquisition. ` +
+        `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
+        table(
+          ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],
+          libs.map((lib) => [
+            lib,
+            fmtInt(med(r[lib], 'opsPerSec')),
+            `${fmtInt(med(r[lib], 'completed'))} / ${fmtInt(planned)}`,
+            fmtMs(med(r[lib], 'waitP50')),
+            fmtMs(med(r[lib], 'waitP99')),
+            fmtMs(med(r[lib], 'waitMax')),
+            `${fmtInt(100 * med(r[lib], 'followedSelf'))} %`,
+            fmtMs(med(r[lib], 'cpuPerOp')),
+            fmtInt(Math.max(...r[lib].map((x) => x?.violations ?? NaN))),
+            fmtInt(Math.max(...r[lib].map((x) => x?.errors ?? NaN))),
+            fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+          ]),
+        ),
+    );
+    for (const lib of libs.filter((l) => l.startsWith('leasehold-'))) {
+      const x = ratio(r, lib, best, 'opsPerSec');
+      const v = Math.max(...r[lib].map((o) => o?.violations ?? Infinity));
+      target(5, `${lib.slice(10)}: ≥ 2× the best peer (${best}), 0 violations`, x >= 2 && v === 0, `${fmtRatio(x)}, ${v} violations`);
+    }
+  }
+} finally {
+  await redis?.stop();
+}
+
+if (wanted(6)) {
+  const p = S.restart;
+  log(`6. Redis restarted mid-hold: ttl ${p.ttlMs} ms, restarts ${p.offsets.join(', ')} ms after acquiring`);
+  const r = await interleave(REDIS_LIBS, 1, (lib) =>
+    runChild(REDIS_CHILD, { scenario: 'restart', lib, params: p }, { env: envFor(lib), timeoutMs: 120_000 }),
+  );
+  const rows = [];
+  for (const lib of REDIS_LIBS) {
+    const rounds = r[lib][0]?.rounds ?? [];
+    const learned = (o) => (o.learnedAfterStopMs === undefined ? 'never' : fmtMs(o.learnedAfterStopMs));
+    rows.push([
+      lib,
+      rounds.some((o) => o.hasToken) ? 'yes' : 'no',
+      rounds.map(learned).join(', ') || r[lib][0]?.error || '–',
+      fmtMs(median(rounds.map((o) => o.downMs))),
+      `${rounds.filter((o) => o.staleAccepted).length} / ${rounds.length}`,
+      `${rounds.filter((o) => o.takerAccepted).length} / ${rounds.length}`,
+      [...new Set(rounds.map((o) => o.holderOutcome))].join(', '),
+    ]);
+  }
+  sections.push(
+    `### 6. Redis restarted without persistence mid-hold (ttl ${p.ttlMs} ms)\n\n` +
+      `The holder restarts Redis ${p.offsets.join(' / ')} ms after acquiring (just after a ttl/3 renewal). ` +
+      'Then another process takes the key and writes to a fenced resource (a Lua script refusing tokens lower than one it has seen; ' +
+      'a write without a token cannot be refused), then the stale holder writes. "Learns": from the server going down to the library telling the holder ' +
+      `(leasehold: onLockLost and the signal; redlock: using()'s signal; redis-semaphore: onLockLost), watched until ttl + 500 ms. ` +
+      `Target: within ttl/3 + one round trip = ${fmtMs(p.ttlMs / 3)} + RTT.\n\n` +
+      table(['library', 'fencing token', 'learns after the loss', 'server down for', 'stale writes accepted', 'taker writes accepted', 'holder outcome'], rows),
+  );
+  for (const lib of REDIS_LIBS.filter((l) => l.startsWith('leasehold-'))) {
+    const rounds = r[lib][0]?.rounds ?? [];
+    const worst = Math.max(...rounds.map((o) => o.learnedAfterStopMs ?? Infinity));
+    const bound = Math.max(...rounds.map((o) => p.ttlMs / 3 + o.rttMs));
+    const stale = rounds.filter((o) => o.staleAccepted).length;
+    target(6, `${lib.slice(10)}: learns within ttl/3 + one round trip of the loss; 0 stale writes`, rounds.length > 0 && worst <= bound && stale === 0,
+      `worst ${fmtMs(worst)} (bound ${fmtMs(bound)}), ${stale} stale writes accepted`);
+  }
+}
+
+// ---- report -------------------------------------------------------------------------
+
+function version(pkg) {
+  try {
+    return JSON.parse(readFileSync(path.join(BENCH, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+  } catch {
+    return '?';
+  }
+}
+
+function commandOutput(cmd, args, cwd = ROOT) {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : '?';
+}
+
+const wallS = (performance.now() - started) / 1000;
+const cpus = os.cpus();
+const leaseholdVersion = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+const commit = commandOutput('git', ['rev-parse', '--short', 'HEAD']);
+const dirty = commandOutput('git', ['status', '--porcelain', '--', 'lib', 'core', 'bindings-node', 'bindings-wasm']) ? ' + uncommitted engine changes' : '';
+const environment = [
+  `- Date: ${new Date().toISOString()}; wall time of the run: ${wallS.toFixed(0)} s${quick ? ' (--quick)' : ''}`,
+  `- Machine: ${cpus[0]?.model ?? '?'} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')}`,
+  `- Node ${process.version}; ${commandOutput('redis-server', ['--version']).replace(/ sha=.*/, '')}`,
+  `- leasehold ${leaseholdVersion} (${commit}${dirty}); engines: ${engines.join(', ')}`,
+  `- Peers: async-mutex ${version('async-mutex')}, @sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')} (redlock v5 line), redis-semaphore ${version('redis-semaphore')}, @verrou/core ${version('@verrou/core')}; client ioredis ${version('ioredis')}`,
+].join('\n');
+const targetTable = table(
+  ['scenario', 'target', 'result', 'measured'],
+  targets.map((t) => [String(t.scenario), t.text, t.met ? 'met' : '**missed**', t.detail]),
+);
+const report = `## Results\n\n${environment}\n\n### Targets\n\n${targetTable}\n\n${sections.join('\n\n')}\n`;
+
+process.stdout.write(`\n${report}`);
+log(`done in ${wallS.toFixed(0)} s`);
+
+if (write) {
+  const file = path.join(BENCH, 'RESULTS.md');
+  const START = '<!-- results:start (written by bench/run.mjs) -->';
+  const END = '<!-- results:end -->';
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${START}\n${END}\n`;
+  const from = previous.indexOf(START);
+  const to = previous.indexOf(END);
+  const next =
+    from >= 0 && to > from
+      ? `${previous.slice(0, from + START.length)}\n${report}\n${previous.slice(to)}`
+      : `${previous.trimEnd()}\n\n${START}\n${report}\n${END}\n`;
+  writeFileSync(file, next);
+  log(`wrote ${path.relative(ROOT, file)}`);
+}

@@ -1,0 +1,72 @@
+// Child processes of the benchmark: each prints JSON lines on stdout. A line
+// {"ready":true} says it is set up and waits for a line on stdin (so that a fleet starts
+// together); its last line is its result. Every child is killed at its timeout, and on
+// exit of this process whatever happened.
+
+import { spawn } from 'node:child_process';
+
+const live = new Set();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/**
+ * Starts `node [nodeArgs] script JSON.stringify(payload)`. Returns
+ * `{ ready, go(), result }`: `ready` resolves on the child's ready line, `go()` writes
+ * the start line, `result` resolves to its last JSON line once it exits with status 0.
+ */
+export function startChild(script, payload, { env = {}, nodeArgs = [], timeoutMs = 120_000 } = {}) {
+  const child = spawn(process.execPath, [...nodeArgs, script, JSON.stringify(payload)], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  let stdout = '';
+  let stderr = '';
+  let readyResolve;
+  const ready = new Promise((resolve) => {
+    readyResolve = resolve;
+  });
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+    if (stdout.includes('{"ready":true}')) readyResolve();
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-8000);
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const result = new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      live.delete(child);
+      const lines = stdout.trim().split('\n').filter(Boolean);
+      const last = lines[lines.length - 1];
+      if (code === 0 && last) {
+        try {
+          resolve(JSON.parse(last));
+          return;
+        } catch {
+          // fall through to the error below
+        }
+      }
+      const why = signal ? `killed by ${signal}${signal === 'SIGKILL' ? ` (timeout ${timeoutMs} ms?)` : ''}` : `exit ${code}`;
+      reject(new Error(`${script} ${JSON.stringify(payload)}: ${why}\n${stderr}`));
+    });
+  });
+  result.catch(() => {}); // observed by the caller; never an unhandled rejection here
+  return {
+    ready,
+    result,
+    go() {
+      child.stdin.write('go\n');
+      child.stdin.end();
+    },
+  };
+}
+
+/** Runs one child to its end and resolves to its result. */
+export function runChild(script, payload, options) {
+  const child = startChild(script, payload, options);
+  return child.result;
+}
