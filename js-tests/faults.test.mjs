@@ -209,3 +209,61 @@ describe('callbacks that misbehave', () => {
     assert.ok(tokens[1] > tokens[0], `${tokens}`);
   });
 });
+
+describe('races and odd values', () => {
+  test('a caller that aborts between the grant and the run: the callback never runs', async () => {
+    const clock = new FakeTimeProvider();
+    const controller = new AbortController();
+    // Telemetry sees the grant before the host runs the callback: abort right there.
+    const pipeline = pipelineOn(clock, { key: 'k', wait: '1m' }, {
+      telemetry: (e) => e.type === 'acquired' && e.operationKey === 'waiter' && controller.abort('changed my mind'),
+    });
+    const hold = deferred();
+    const holder = pipeline.execute(() => hold.promise, { operationKey: 'holder' });
+    let ran = false;
+    const waiter = pipeline.execute(() => (ran = true), { operationKey: 'waiter', signal: controller.signal }).catch((e) => e);
+    hold.resolve();
+    await holder;
+    assert.equal(await waiter, 'changed my mind');
+    assert.equal(ran, false);
+    assert.equal(await pipeline.execute(() => 'free'), 'free', 'and the lock was released');
+  });
+
+  test('the store error of an inner lock keeps its cause when an outer lock is on a JS store', async () => {
+    const clock = new FakeTimeProvider();
+    const cause = new Error('inner store down');
+    const outer = recordingStore(clock);
+    const inner = recordingStore(clock, { acquire: async () => Promise.reject(cause) });
+    const error = await new ResiliencePipelineBuilder({ timeProvider: clock })
+      .addLock({ key: 'outer', store: outer })
+      .addLock({ key: 'inner', store: inner })
+      .build()
+      .execute(() => 'never')
+      .catch((e) => e);
+    assert.ok(error instanceof LockStoreError);
+    assert.equal(error.key, 'inner');
+    assert.equal(error.cause, cause);
+    assert.equal(outer.times('release').length, 1, 'the outer lock was released');
+  });
+
+  test('a callback result whose then getter throws: rejects with that error, lock released', async () => {
+    const clock = new FakeTimeProvider();
+    const p = pipelineOn(clock, { key: 'k' });
+    const boom = new Error('then getter');
+    const error = await p
+      .execute(() => ({
+        get then() {
+          throw boom;
+        },
+      }))
+      .catch((e) => e);
+    assert.equal(error, boom);
+    assert.equal(await p.execute(() => 'free'), 'free');
+  });
+
+  test('a key function may read the context, signal included', async () => {
+    const clock = new FakeTimeProvider();
+    const p = pipelineOn(clock, { key: (ctx) => `k:${ctx.signal.aborted}:${ctx.operationKey}` });
+    assert.equal(await p.execute((ctx) => ctx.operationKey, { operationKey: 'x' }), 'x');
+  });
+});

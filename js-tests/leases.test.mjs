@@ -254,3 +254,30 @@ describe('withLock', () => {
     assert.throws(() => decorate(() => {}, { kind: 'field' }), TypeError);
   });
 });
+
+describe('extend, more', () => {
+  test('two extends in flight are both answered, and release answers pending ones', async () => {
+    const clock = new FakeTimeProvider();
+    const answer = [];
+    const store = recordingStore(clock, { renew: (...a) => new Promise((resolve) => answer.push(() => resolve(store.base.renew(...a)))) });
+    const lease = await acquireLock(store, 'k', 3000, { timeProvider: clock });
+    const first = lease.extend();
+    const second = lease.extend();
+    await flush();
+    answer.shift()();
+    assert.deepEqual(await Promise.all([first, second]), [true, true]);
+    const third = lease.extend();
+    await flush();
+    assert.equal(await lease.release(), true);
+    assert.equal(await third, false);
+  });
+
+  test('an extend the store never answers ends when the lease lapses', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, { renew: () => new Promise(() => {}) });
+    const lease = await acquireLock(store, 'k', 1000, { timeProvider: clock });
+    const extending = lease.extend();
+    await advance(clock, 1000, 100);
+    assert.equal(await extending, false);
+  });
+});

@@ -153,8 +153,23 @@ function createApi(binding, options) {
       const delay = Math.min(Math.max(0, at - this.engine.now()), MAX_TIMER_MS);
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        this.call(() => this.engine.onTimer());
+        this.guard(() => this.engine.onTimer());
       }, delay);
+    }
+
+    /**
+     * Calls the engine from a timer or a store's answer, where nobody could catch an
+     * engine failure: it rejects the executions of this engine instead of crashing.
+     */
+    guard(fn) {
+      try {
+        return this.call(fn);
+      } catch (error) {
+        const failure = fromEngine(error);
+        for (const rec of [...this.execs.values()]) rec.fail(failure);
+        this.execs.clear();
+        return undefined;
+      }
     }
 
     /** Calls the engine; a failure of the engine itself (a caught panic) is re-thrown as an Error. */
@@ -205,7 +220,7 @@ function createApi(binding, options) {
         }
         case 'extended': {
           const rec = this.execs.get(fx.exec);
-          if (rec) rec.extended(fx.watch);
+          if (rec) rec.extended(fx.ok);
           return;
         }
         case 'watch':
@@ -241,23 +256,23 @@ function createApi(binding, options) {
         else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
         else pending = store.release(fx.key, fx.owner);
       } catch (error) {
-        this.failed(fx.request, error);
+        this.failed(fx, error);
         return;
       }
       Promise.resolve(pending).then(
         (value) => this.answer(fx, value),
-        (error) => this.failed(fx.request, error),
+        (error) => this.failed(fx, error),
       );
     }
 
     answer(fx, value) {
       const engine = this.engine;
       if (fx.method === 'acquire') {
-        if (value === undefined || value === null) return this.call(() => engine.answerAcquire(fx.request, undefined));
+        if (value === undefined || value === null) return this.guard(() => engine.answerAcquire(fx.request, undefined));
         const token = typeof value === 'object' ? value.fencingToken : undefined;
-        if (Number.isSafeInteger(token) && token >= 0) return this.call(() => engine.answerAcquire(fx.request, token));
+        if (Number.isSafeInteger(token) && token >= 0) return this.guard(() => engine.answerAcquire(fx.request, token));
         const got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
-        return this.call(() =>
+        return this.guard(() =>
           engine.answerFailed(
             fx.request,
             `acquire must resolve to { fencingToken: <non-negative safe integer> } or undefined, got ${got}`,
@@ -265,16 +280,20 @@ function createApi(binding, options) {
         );
       }
       if (fx.method === 'renew') {
-        if (typeof value === 'boolean') return this.call(() => engine.answerRenew(fx.request, value));
-        return this.call(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
+        if (typeof value === 'boolean') return this.guard(() => engine.answerRenew(fx.request, value));
+        return this.guard(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
       }
-      return this.call(() => engine.answerRelease(fx.request, typeof value === 'boolean' ? value : undefined));
+      return this.guard(() => engine.answerRelease(fx.request, typeof value === 'boolean' ? value : undefined));
     }
 
-    failed(request, error) {
+    failed(fx, error) {
+      const request = fx.request;
       this.thrown.set(request, error);
+      // An acquire's error is the cause of the execution's rejection, which may come only
+      // after its outer locks are released: keep it with the execution until then.
+      if (fx.method === 'acquire') this.execs.get(fx.exec)?.keepCause(request, error);
       try {
-        this.call(() => this.engine.answerFailed(request, undefined));
+        this.guard(() => this.engine.answerFailed(request, undefined));
       } finally {
         if (!this.draining) this.thrown.delete(request);
       }
@@ -294,7 +313,7 @@ function createApi(binding, options) {
       }
       const store = this.stores.get(fx.store);
       const key = fx.key;
-      const wake = () => this.call(() => this.engine.released(ANNOUNCING, fx.store, key));
+      const wake = () => this.guard(() => this.engine.released(ANNOUNCING, fx.store, key));
       try {
         this.watchers.set(name, store.subscribe(key, wake));
       } catch {
@@ -415,14 +434,14 @@ function createApi(binding, options) {
   // ---- executions -----------------------------------------------------------------------
 
   /** The error a `settled` effect with outcome `error` stands for. */
-  function errorOf(fx, host, callerSignal) {
+  function errorOf(fx, host, callerSignal, causes) {
     switch (fx.code) {
       case 'LOCK_NOT_ACQUIRED':
         return new LockNotAcquiredError(fx.key, fx.message);
       case 'LOCK_LOST':
         return new LockLostError(fx.key, fx.message);
       case 'LOCK_STORE_FAILED': {
-        const options = fx.cause ? { cause: host.thrown.get(fx.cause) } : undefined;
+        const options = fx.cause ? { cause: causes?.get(fx.cause) ?? host.thrown.get(fx.cause) } : undefined;
         return new LockStoreError(fx.key, fx.method, fx.message, options);
       }
       case 'ABORT_ERR':
@@ -496,17 +515,25 @@ function createApi(binding, options) {
     run(token = this.host.engine.token(this.id) ?? undefined) {
       this.running = true;
       this.context.setToken(token);
+      // The caller may have aborted after the engine granted the locks but before this
+      // run: the callback never runs then.
+      if (this.callerSignal?.aborted) {
+        this.context.abort(this.callerSignal.reason);
+        return this.finish(false, this.callerSignal.reason);
+      }
       let result;
+      let thenable = false;
       const previous = syncContext;
       syncContext = this.context;
       try {
         result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+        thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
         syncContext = previous;
         return this.finish(false, error);
       }
       syncContext = previous;
-      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+      if (thenable) {
         return (result instanceof Promise ? result : Promise.resolve(result)).then(
           (value) => this.finish(true, value),
           (error) => this.finish(false, error),
@@ -565,7 +592,11 @@ function createApi(binding, options) {
 
     errorFrom(fx) {
       if (fx.code === 'LOCK_LOST' && this.running) return this.lostError(this.error);
-      return errorOf(fx, this.host, this.callerSignal);
+      return errorOf(fx, this.host, this.callerSignal, this.causes);
+    }
+
+    keepCause(request, error) {
+      (this.causes ??= new Map()).set(request, error);
     }
 
     extended() {}
@@ -685,9 +716,10 @@ function createApi(binding, options) {
       const id = host.newExecId();
       const locks = this.locks;
       const context = new ResilienceContext(undefined, operationKey);
-      const keys = locks.map((lock) => resolveKey(lock, context));
-      const rec = new Execution(host, this, id, callback, context, locks, keys);
+      const rec = new Execution(host, this, id, callback, context, locks, undefined);
       context._rec = rec;
+      const keys = locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context));
+      rec.keys = keys;
       rec.resolve = resolve;
       rec.reject = reject;
       if (signal) {
@@ -795,6 +827,13 @@ function createApi(binding, options) {
 
     run() {
       this.running = true;
+      if (this.callerSignal?.aborted) {
+        // Granted, but the caller gave up first: hand the lease back at once.
+        const reason = this.callerSignal.reason;
+        this.detachCaller();
+        this.release().catch(() => {});
+        return this.reject(reason);
+      }
       this.detachCaller();
       const engine = this.host.engine;
       const handle = new LeaseHandle(this, this.key, engine.layerOwner(this.id, 0), engine.token(this.id));
@@ -816,7 +855,7 @@ function createApi(binding, options) {
         this.host.execs.delete(this.id);
         this.detachCaller();
         if (fx.code === 'LOCK_NOT_ACQUIRED') return this.resolve(undefined);
-        return this.reject(errorOf(fx, this.host, this.callerSignal));
+        return this.reject(errorOf(fx, this.host, this.callerSignal, this.causes));
       }
       this.host.execs.delete(this.id);
       this.released.resolve(fx.outcome === 'value');
@@ -863,6 +902,17 @@ function createApi(binding, options) {
 
     extended(ok) {
       this.extends.shift()?.(ok);
+    }
+
+    keepCause(request, error) {
+      (this.causes ??= new Map()).set(request, error);
+    }
+
+    fail(error) {
+      this.detachCaller();
+      if (!this.running) this.reject(error);
+      else this.released?.resolve(false);
+      for (const resolve of this.extends.splice(0)) resolve(false);
     }
 
     event() {}

@@ -48,6 +48,7 @@ pub struct JsEffect {
     pub owner: Option<String>,
     pub ttl: f64,
     pub watch: bool,
+    pub ok: bool,
     pub outcome: Option<String>,
     pub code: Option<String>,
     pub message: Option<String>,
@@ -69,6 +70,7 @@ impl From<EffectRecord> for JsEffect {
             owner: r.owner,
             ttl: r.ttl,
             watch: r.watch,
+            ok: r.ok,
             outcome: r.outcome.map(str::to_owned),
             code: r.code.map(str::to_owned),
             message: r.message,
@@ -167,9 +169,17 @@ impl NativeEngine {
     /// Adds an outer lock for the next `start`.
     #[napi(catch_unwind)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {
-        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
-        self.outer_locks.push(spec);
-        Ok(())
+        match host::lock_spec(kind, store, key, ttl, wait) {
+            Ok(spec) => {
+                self.outer_locks.push(spec);
+                Ok(())
+            }
+            Err(err) => {
+                // A pipeline whose locks failed to convert starts nothing: forget them all.
+                self.outer_locks.clear();
+                Err(to_js_error(err))
+            }
+        }
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.

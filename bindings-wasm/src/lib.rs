@@ -48,7 +48,7 @@ fn opt_str(value: Option<&str>) -> JsValue {
 /// A flat effect as a plain object with the fields of the Node addon's `JsEffect`;
 /// absent strings are `undefined`.
 fn effect_object(r: EffectRecord) -> Object {
-    let fields: [(&str, JsValue); 16] = [
+    let fields: [(&str, JsValue); 17] = [
         ("kind", JsValue::from_str(r.kind)),
         ("exec", r.exec.into()),
         ("layer", r.layer.into()),
@@ -59,6 +59,7 @@ fn effect_object(r: EffectRecord) -> Object {
         ("owner", opt_str(r.owner.as_deref())),
         ("ttl", r.ttl.into()),
         ("watch", r.watch.into()),
+        ("ok", r.ok.into()),
         ("outcome", opt_str(r.outcome)),
         ("code", opt_str(r.code)),
         ("message", opt_str(r.message.as_deref())),
@@ -168,9 +169,17 @@ impl WasmEngine {
     /// Adds an outer lock for the next `start`.
     #[wasm_bindgen(js_name = addLock)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), JsValue> {
-        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
-        self.outer_locks.push(spec);
-        Ok(())
+        match host::lock_spec(kind, store, key, ttl, wait) {
+            Ok(spec) => {
+                self.outer_locks.push(spec);
+                Ok(())
+            }
+            Err(err) => {
+                // A pipeline whose locks failed to convert starts nothing: forget them all.
+                self.outer_locks.clear();
+                Err(to_js_error(err))
+            }
+        }
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.

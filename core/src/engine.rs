@@ -88,6 +88,8 @@ pub enum Effect {
     StoreCall {
         /// The request id to answer with.
         request: u32,
+        /// The execution that waits for the answer (0 for a clean-up call of none).
+        exec: u32,
         /// The host's store id.
         store: u32,
         /// Which method to call.
@@ -259,9 +261,11 @@ struct Acquiring {
 struct Held {
     expires_at: Millis,
     renew_at: Option<Millis>,
-    in_flight: Option<(u32, Millis)>,
+    /// The renewal in flight: request, when it was sent, and the ttl it asked for.
+    in_flight: Option<(u32, Millis, Millis)>,
     retry: Backoff,
-    extend_pending: bool,
+    /// `extend()` calls waiting for an answer.
+    extend_pending: u32,
 }
 
 #[derive(Debug)]
@@ -269,8 +273,17 @@ enum LayerState {
     Idle,
     Acquiring(Acquiring),
     Held(Held),
-    Lost,
-    Releasing { request: u32, deadline: Millis, was_live: bool },
+    /// Lost. `release_by`: the store may still hold this owner's lease (the loss was a
+    /// timeout, not a refusal), so a best-effort release is sent, waited for until then.
+    Lost {
+        release_by: Option<Millis>,
+    },
+    Releasing {
+        request: u32,
+        deadline: Millis,
+        was_live: bool,
+        after_loss: bool,
+    },
     Done,
 }
 
@@ -317,6 +330,8 @@ struct Request {
     origin: Origin,
     method: StoreMethod,
     sent_at: Millis,
+    /// The ttl asked for (acquire, renew).
+    ttl: Millis,
 }
 
 /// The lock engine of one time source: its memory stores, its executions, its timers.
@@ -331,6 +346,8 @@ pub struct Engine {
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
     requests: IdMap<u32, Request>,
+    /// Abandoned acquires still kept (oldest first), so a late grant can be released.
+    abandoned: VecDeque<u32>,
     next_request: u32,
     timers: TimerQueue,
     effects: VecDeque<Effect>,
@@ -352,6 +369,9 @@ impl fmt::Debug for Engine {
     }
 }
 
+/// How many abandoned acquires (whose late grant would be released) an engine keeps.
+const MAX_ABANDONED_ACQUIRES: usize = 1024;
+
 /// The default memory store every engine starts with.
 pub const DEFAULT_MEMORY_STORE: u32 = 0;
 
@@ -367,6 +387,7 @@ impl Engine {
             execs: IdMap::default(),
             queues: WaitQueues::default(),
             requests: IdMap::default(),
+            abandoned: VecDeque::new(),
             next_request: 0,
             timers: TimerQueue::default(),
             effects: VecDeque::new(),
@@ -634,21 +655,9 @@ impl Engine {
         let Some(req) = self.requests.remove(&request) else { return };
         let (exec, layer) = match req.origin {
             Origin::Layer { exec, layer } => (exec, layer),
-            Origin::Abandoned { late_grant } => {
-                if let (Some(grant), Answer::Acquired(Some(_))) = (late_grant, &answer) {
-                    let (store, key, owner) = *grant;
-                    let now = self.time;
-                    let request = self.next_request_id();
-                    let origin = Origin::Abandoned { late_grant: None };
-                    self.requests.insert(request, Request { origin, method: StoreMethod::Release, sent_at: now });
-                    self.effects.push_back(Effect::StoreCall {
-                        request,
-                        store,
-                        method: StoreMethod::Release,
-                        key,
-                        owner,
-                        ttl: 0,
-                    });
+            Origin::Abandoned { .. } => {
+                if let Answer::Acquired(Some(_)) = answer {
+                    self.release_late_grant(req);
                 }
                 return;
             }
@@ -657,6 +666,20 @@ impl Engine {
             StoreMethod::Acquire => {
                 if let Some(a) = self.acquiring_mut(exec, layer) {
                     a.in_flight = None;
+                }
+                // Answered after the lease it would give ran out (the host was busy and
+                // the timeout timer has not run yet): as worthless as no answer.
+                if self.time >= req.sent_at.saturating_add(req.ttl) {
+                    let (sent_at, ttl) = (req.sent_at, req.ttl);
+                    if let Answer::Acquired(Some(_)) = answer {
+                        self.requests.insert(request, req);
+                        self.abandon(request);
+                        if let Some(late) = self.requests.remove(&request) {
+                            self.release_late_grant(late);
+                        }
+                    }
+                    self.on_try(exec, layer, sent_at, TryResult::Failed(StoreFailure::TimedOut { after_ms: ttl }));
+                    return;
                 }
                 let result = match answer {
                     Answer::Acquired(Some(token)) => TryResult::Granted(token),
@@ -674,7 +697,7 @@ impl Engine {
                     Answer::Failed(failure) => Err(failure),
                     other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {other:?}"))),
                 };
-                self.on_renew(exec, layer, req.sent_at, result);
+                self.on_renew(exec, layer, req.sent_at, req.ttl, result);
             }
             StoreMethod::Release => {
                 let result = match answer {
@@ -748,6 +771,15 @@ impl Engine {
         fake.set(target);
         self.run_due();
         Ok(())
+    }
+
+    /// Moves a fake clock without running timers, to model a host that was too busy to
+    /// run them. Only for tests.
+    #[doc(hidden)]
+    pub fn advance_clock_only_for_tests(&mut self, ms: Millis) {
+        if let Some(fake) = &self.fake {
+            fake.set(fake.now().saturating_add(ms));
+        }
     }
 
     /// The earliest live timer.
@@ -860,7 +892,7 @@ impl Engine {
                     renew_at: renew.then(|| sent_at.saturating_add(renew_after(ttl))),
                     in_flight: None,
                     retry: Backoff::default(),
-                    extend_pending: false,
+                    extend_pending: 0,
                 });
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
@@ -962,12 +994,13 @@ impl Engine {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Held(h) = &l.state else { return };
         let at = match (h.in_flight, h.renew_at) {
-            (None, Some(renew)) => renew.min(h.expires_at),
-            _ => h.expires_at,
+            (None, Some(renew)) => Some(renew.min(h.expires_at)),
+            // A renewal (or an extend) in flight is bounded by the lease.
+            (Some(_), _) => Some(h.expires_at),
+            // Without renewal nothing is due before expiry, and expiry changes nothing
+            // the holder must be told about: a manual lease simply lapses.
+            (None, None) => None,
         };
-        // Without renewal, nothing is due before expiry and expiry changes nothing the
-        // holder must be told about: a manual lease simply lapses.
-        let at = (h.renew_at.is_some()).then_some(at);
         self.arm(exec, layer, at);
     }
 
@@ -980,32 +1013,40 @@ impl Engine {
                 let l = &self.execs[&exec].layers[layer as usize];
                 let renewed =
                     self.memory[id as usize].as_mut().is_some_and(|m| m.renew(&l.spec.key, &l.owner, ttl, now));
-                self.on_renew(exec, layer, now, Ok(renewed));
+                self.on_renew(exec, layer, now, ttl, Ok(renewed));
             }
             StoreRef::External { id, .. } => {
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Renew, id, now);
                 if let Some(LayerState::Held(h)) = self.layer_mut(exec, layer).map(|l| &mut l.state) {
-                    h.in_flight = Some((request, now));
+                    h.in_flight = Some((request, now, ttl));
                 }
                 self.arm_held(exec, layer);
             }
         }
     }
 
-    fn on_renew(&mut self, exec: u32, layer: u32, sent_at: Millis, result: Result<bool, StoreFailure>) {
+    /// A renewal sent at `sent_at` for `ttl` was answered.
+    fn on_renew(&mut self, exec: u32, layer: u32, sent_at: Millis, ttl: Millis, result: Result<bool, StoreFailure>) {
         let now = self.time;
         let Some(e) = self.execs.get_mut(&exec) else { return };
         let renews = e.options.renew;
         let Some(l) = e.layers.get_mut(layer as usize) else { return };
-        let ttl = l.spec.ttl;
+        let wanted_ttl = l.spec.ttl;
         let token = l.token.unwrap_or_default();
         let LayerState::Held(h) = &mut l.state else { return };
         h.in_flight = None;
         if now >= h.expires_at {
-            self.lose(exec, layer);
+            self.lose(exec, layer, false);
             return;
         }
-        let extended = std::mem::take(&mut h.extend_pending).then_some(result == Ok(true));
+        // An extend asked for another ttl while this renewal was in flight: ask again.
+        if result == Ok(true) && h.extend_pending > 0 && ttl != wanted_ttl {
+            h.expires_at = sent_at.saturating_add(ttl);
+            self.renew(exec, layer);
+            return;
+        }
+        let extended = std::mem::take(&mut h.extend_pending);
+        let ok = result == Ok(true);
         match result {
             Ok(true) => {
                 h.expires_at = sent_at.saturating_add(ttl);
@@ -1014,16 +1055,14 @@ impl Engine {
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Renewed { token });
             }
-            Ok(false) => self.lose(exec, layer),
+            Ok(false) => self.lose(exec, layer, true),
             Err(failure) => {
                 h.renew_at = renews.then(|| now.saturating_add(h.retry.next_delay()));
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::RenewalFailed { failure });
             }
         }
-        if let Some(ok) = extended {
-            self.effects.push_back(Effect::Extended { exec, ok });
-        }
+        self.effects.extend((0..extended).map(|_| Effect::Extended { exec, ok }));
     }
 
     /// Pushes a manual lease (its only lock) out to now + `ttl` (or its own ttl), now.
@@ -1047,7 +1086,7 @@ impl Engine {
             l.spec.ttl = ttl;
         }
         let LayerState::Held(h) = &mut l.state else { return Ok(Extend::Done(false)) };
-        h.extend_pending = true;
+        h.extend_pending += 1;
         if h.in_flight.is_none() {
             self.renew(exec, 0);
         }
@@ -1061,17 +1100,22 @@ impl Engine {
         Ok(Extend::Pending)
     }
 
-    fn lose(&mut self, exec: u32, layer: u32) {
+    /// `refused`: the store said the lease is not ours (nothing to release); otherwise the
+    /// lease ran out on the holder's clock and the store may still hold it.
+    fn lose(&mut self, exec: u32, layer: u32, refused: bool) {
+        let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
-        let extend_pending = matches!(l.state, LayerState::Held(Held { extend_pending: true, .. }));
-        if let LayerState::Held(Held { in_flight: Some((request, _)), .. }) = l.state {
+        let ttl = l.spec.ttl;
+        let (extend_pending, in_flight) = match &l.state {
+            LayerState::Held(h) => (h.extend_pending, h.in_flight),
+            _ => (0, None),
+        };
+        if let Some((request, _, _)) = in_flight {
             self.abandon(request);
         }
-        if extend_pending {
-            self.effects.push_back(Effect::Extended { exec, ok: false });
-        }
+        self.effects.extend((0..extend_pending).map(|_| Effect::Extended { exec, ok: false }));
         let Some(l) = self.layer_mut(exec, layer) else { return };
-        l.state = LayerState::Lost;
+        l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
         self.arm(exec, layer, None);
         self.event(exec, layer, Event::Lost);
@@ -1080,11 +1124,8 @@ impl Engine {
         match e.phase {
             Phase::Running => self.effects.push_back(Effect::Lost { exec, layer }),
             // An outer lock lost while an inner one is still being acquired: the
-            // callback must not start.
-            Phase::Acquiring => {
-                self.effects.push_back(Effect::Lost { exec, layer });
-                self.wind_down(exec, Outcome::Error(LockError::Lost { key }));
-            }
+            // callback never starts (so there is no signal to abort, no onLockLost).
+            Phase::Acquiring => self.wind_down(exec, Outcome::Error(LockError::Lost { key })),
             Phase::Releasing => {}
         }
     }
@@ -1120,7 +1161,8 @@ impl Engine {
     fn release_next(&mut self, exec: u32) {
         let now = self.time;
         let Some(e) = self.execs.get_mut(&exec) else { return };
-        let Some(layer) = e.layers.iter().rposition(|l| matches!(l.state, LayerState::Held(_))) else {
+        let releasable = |l: &Layer| matches!(l.state, LayerState::Held(_) | LayerState::Lost { release_by: Some(_) });
+        let Some(layer) = e.layers.iter().rposition(releasable) else {
             let mut outcome = e.completion.take().unwrap_or(Outcome::Value);
             if e.options.manual && outcome == Outcome::Value && !e.layers.iter().all(|l| l.released_as_owner) {
                 outcome = Outcome::NotHeld;
@@ -1131,13 +1173,19 @@ impl Engine {
         };
         let layer = layer as u32;
         let l = &mut e.layers[layer as usize];
-        let LayerState::Held(h) = std::mem::replace(&mut l.state, LayerState::Done) else { unreachable!() };
-        if let Some((request, _)) = h.in_flight {
-            self.abandon(request);
-        }
-        if h.extend_pending {
-            self.effects.push_back(Effect::Extended { exec, ok: false });
-        }
+        // What the store may still hold, and until when: a held lease until its expiry,
+        // a lease lost by timeout for at most one more ttl.
+        let (expires_at, after_loss) = match std::mem::replace(&mut l.state, LayerState::Done) {
+            LayerState::Held(h) => {
+                if let Some((request, _, _)) = h.in_flight {
+                    self.abandon(request);
+                }
+                self.effects.extend((0..h.extend_pending).map(|_| Effect::Extended { exec, ok: false }));
+                (h.expires_at, false)
+            }
+            LayerState::Lost { release_by } => (release_by.unwrap_or(now), true),
+            _ => unreachable!("only releasable layers are released"),
+        };
         self.arm(exec, layer, None);
         let l = &self.execs[&exec].layers[layer as usize];
         match l.spec.store {
@@ -1145,9 +1193,11 @@ impl Engine {
                 let key = l.spec.key.clone();
                 let released = self.memory[id as usize].as_mut().is_some_and(|m| m.release(&key, &l.owner, now));
                 if let Some(l) = self.layer_mut(exec, layer) {
-                    l.released_as_owner = released;
+                    l.released_as_owner = released && !after_loss;
                 }
-                self.event(exec, layer, Event::Released);
+                if !after_loss {
+                    self.event(exec, layer, Event::Released);
+                }
                 if released {
                     self.released(StoreRef::Memory(id), &key);
                 }
@@ -1156,10 +1206,10 @@ impl Engine {
             StoreRef::External { id, .. } => {
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Release, id, now);
                 // A release is worth waiting for only while the lease would live.
-                let deadline = h.expires_at.max(now);
-                let was_live = h.expires_at > now;
+                let deadline = expires_at.max(now);
+                let was_live = expires_at > now && !after_loss;
                 if let Some(l) = self.layer_mut(exec, layer) {
-                    l.state = LayerState::Releasing { request, deadline, was_live };
+                    l.state = LayerState::Releasing { request, deadline, was_live, after_loss };
                 }
                 self.arm(exec, layer, Some(deadline));
             }
@@ -1168,18 +1218,41 @@ impl Engine {
 
     fn on_release(&mut self, exec: u32, layer: u32, result: Result<Option<bool>, StoreFailure>) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
-        let LayerState::Releasing { was_live, .. } = l.state else { return };
+        let LayerState::Releasing { was_live, after_loss, .. } = l.state else { return };
         l.state = LayerState::Done;
-        l.released_as_owner = matches!(result, Ok(said) if said.unwrap_or(was_live));
+        l.released_as_owner = !after_loss && matches!(result, Ok(said) if said.unwrap_or(was_live));
         self.arm(exec, layer, None);
         match result {
+            // The clean-up after a loss is best effort and not a release to report.
+            _ if after_loss => {}
             Ok(_) => self.event(exec, layer, Event::Released),
             Err(failure) => self.event(exec, layer, Event::ReleaseFailed { failure }),
         }
         self.release_next(exec);
     }
 
-    /// Nobody waits for `request` any more. A late grant of an acquire is released.
+    /// Releases the lease an abandoned acquire was granted anyway.
+    fn release_late_grant(&mut self, req: Request) {
+        let Origin::Abandoned { late_grant: Some(grant) } = req.origin else { return };
+        let (store, key, owner) = *grant;
+        let now = self.time;
+        let request = self.next_request_id();
+        let origin = Origin::Abandoned { late_grant: None };
+        self.requests.insert(request, Request { origin, method: StoreMethod::Release, sent_at: now, ttl: 0 });
+        self.effects.push_back(Effect::StoreCall {
+            request,
+            exec: 0,
+            store,
+            method: StoreMethod::Release,
+            key,
+            owner,
+            ttl: 0,
+        });
+    }
+
+    /// Nobody waits for `request` any more. Renewals and releases are forgotten at once
+    /// (a late answer to an unknown request is ignored); an acquire is kept so that a
+    /// lease granted anyway is released, up to a bound on how many are kept.
     fn abandon(&mut self, request: u32) {
         let Some(req) = self.requests.get(&request) else { return };
         let late_grant = match (&req.origin, req.method) {
@@ -1191,8 +1264,20 @@ impl Engine {
             }
             _ => None,
         };
+        if late_grant.is_none() {
+            self.requests.remove(&request);
+            return;
+        }
         if let Some(req) = self.requests.get_mut(&request) {
             req.origin = Origin::Abandoned { late_grant };
+        }
+        self.abandoned.push_back(request);
+        while self.abandoned.len() > MAX_ABANDONED_ACQUIRES {
+            if let Some(oldest) = self.abandoned.pop_front() {
+                if matches!(self.requests.get(&oldest), Some(Request { origin: Origin::Abandoned { .. }, .. })) {
+                    self.requests.remove(&oldest);
+                }
+            }
         }
     }
 
@@ -1239,7 +1324,7 @@ impl Engine {
             }
             Due::Try => self.try_acquire(exec, layer),
             Due::Renew => self.renew(exec, layer),
-            Due::Lose => self.lose(exec, layer),
+            Due::Lose => self.lose(exec, layer, false),
             Due::ReleaseTimedOut { request } => {
                 self.abandon(request);
                 self.requests.remove(&request);
@@ -1291,11 +1376,13 @@ impl Engine {
             Origin::Layer { exec, layer } => Some((exec, layer)),
             Origin::Abandoned { .. } => None,
         };
-        self.requests.insert(request, Request { origin, method, sent_at: now });
+        let ttl = layer_of.map_or(0, |(exec, layer)| self.execs[&exec].layers[layer as usize].spec.ttl);
+        self.requests.insert(request, Request { origin, method, sent_at: now, ttl });
         if let Some((exec, layer)) = layer_of {
             let l = &self.execs[&exec].layers[layer as usize];
             self.effects.push_back(Effect::StoreCall {
                 request,
+                exec,
                 store,
                 method,
                 key: l.spec.key.clone(),

@@ -108,7 +108,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 pub struct EffectRecord {
     /// `call`, `run`, `lost`, `settled`, `extended`, `watch` or `event`.
     pub kind: &'static str,
-    /// The execution.
+    /// The execution (`call`: the one waiting for the answer, 0 for none).
     pub exec: u32,
     /// The lock of the execution, outermost first.
     pub layer: u32,
@@ -125,8 +125,10 @@ pub struct EffectRecord {
     pub owner: Option<String>,
     /// `call`: the ttl asked for.
     pub ttl: f64,
-    /// `watch`: start (true) or stop; `extended`: whether the lease was pushed out.
+    /// `watch`: start (true) or stop.
     pub watch: bool,
+    /// `extended`: whether the lease was pushed out.
+    pub ok: bool,
     /// `settled`: `value`, `callbackError` or `error`; `event`: the event name.
     pub outcome: Option<&'static str>,
     /// An error's code (`settled` with `error`, failed events).
@@ -168,9 +170,10 @@ impl From<Effect> for EffectRecord {
     fn from(effect: Effect) -> Self {
         let mut r = EffectRecord::default();
         match effect {
-            Effect::StoreCall { request, store, method, key, owner, ttl } => {
+            Effect::StoreCall { request, exec, store, method, key, owner, ttl } => {
                 r.kind = "call";
                 r.request = request;
+                r.exec = exec;
                 r.store = store;
                 r.method = Some(method.name());
                 r.key = Some(key);
@@ -202,7 +205,7 @@ impl From<Effect> for EffectRecord {
             Effect::Extended { exec, ok } => {
                 r.kind = "extended";
                 r.exec = exec;
-                r.watch = ok;
+                r.ok = ok;
             }
             Effect::Watch { store, key, watch } => {
                 r.kind = "watch";

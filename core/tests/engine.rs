@@ -703,3 +703,107 @@ fn a_release_announced_while_a_try_is_in_flight_is_not_lost() {
     let third = only_call(&mut e, StoreMethod::Acquire);
     assert_eq!(third.at, 50, "tried again at once, not at the next poll");
 }
+
+// ---- review findings -----------------------------------------------------------------
+
+fn held_external(e: &mut Engine, ttl: Millis, options: ExecOptions) -> Call {
+    e.start(1, vec![lock(EXT, "k", ttl, None)], options).unwrap();
+    let acquire = only_call(e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(e);
+    acquire
+}
+
+#[test]
+fn an_extend_to_a_new_ttl_during_a_renewal_asks_again_with_that_ttl() {
+    let mut e = engine();
+    let auto = ExecOptions { renew: true, telemetry: false, manual: true };
+    held_external(&mut e, 300, auto);
+    e.advance(100).unwrap();
+    let renewal = only_call(&mut e, StoreMethod::Renew);
+    assert_eq!(e.extend(1, Some(30_000)).unwrap(), Extend::Pending);
+    e.answer(renewal.request, Answer::Renewed(true));
+    let (calls, effects) = split(&mut e);
+    assert!(!effects.iter().any(|x| matches!(x, Effect::Extended { .. })), "not yet: the store granted 300 ms");
+    let [again] = &calls[..] else { panic!("{calls:?}") };
+    assert_eq!(again.method, StoreMethod::Renew);
+    e.answer(again.request, Answer::Renewed(true));
+    assert!(drain(&mut e).contains(&Effect::Extended { exec: 1, ok: true }));
+}
+
+#[test]
+fn every_pending_extend_is_answered() {
+    let mut e = engine();
+    held_external(&mut e, 3_000, MANUAL);
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Pending);
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Pending);
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(true));
+    let answered = drain(&mut e).iter().filter(|x| matches!(x, Effect::Extended { ok: true, .. })).count();
+    assert_eq!(answered, 2);
+}
+
+#[test]
+fn an_extend_the_store_never_answers_ends_at_the_lease_expiry() {
+    let mut e = engine();
+    held_external(&mut e, 1_000, MANUAL);
+    assert_eq!(e.extend(1, None).unwrap(), Extend::Pending);
+    only_call(&mut e, StoreMethod::Renew);
+    e.advance(999).unwrap();
+    assert!(drain(&mut e).is_empty());
+    e.advance(1).unwrap();
+    assert!(drain(&mut e).contains(&Effect::Extended { exec: 1, ok: false }));
+    assert_eq!(e.open_requests(), 0, "the abandoned renewal is forgotten");
+}
+
+#[test]
+fn a_grant_answered_after_its_ttl_is_released_and_the_execution_fails() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 50, Some(1_000))], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    // The host was busy: the answer is handled at 80 ms, before the timeout timer ran.
+    e.advance_clock_only_for_tests(80);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    let (calls, effects) = split(&mut e);
+    assert!(!ran(&effects, 1));
+    assert!(matches!(settled(&effects, 1), Some(Outcome::Error(LockError::StoreFailed { .. }))));
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].method, calls[0].owner.as_str()), (StoreMethod::Release, acquire.owner.as_str()));
+}
+
+#[test]
+fn a_lease_lost_by_timeout_is_released_after_the_callback_one_refused_is_not() {
+    for (refuse, expect_release) in [(false, true), (true, false)] {
+        let mut e = engine();
+        held_external(&mut e, 3_000, ExecOptions::default());
+        e.advance(1_000).unwrap();
+        let renew = only_call(&mut e, StoreMethod::Renew);
+        if refuse {
+            e.answer(renew.request, Answer::Renewed(false));
+        } else {
+            e.advance(2_000).unwrap();
+        }
+        assert!(drain(&mut e).contains(&Effect::Lost { exec: 1, layer: 0 }));
+        let finish = e.finish(1, false).unwrap();
+        let (calls, _) = split(&mut e);
+        assert_eq!(calls.iter().any(|c| c.method == StoreMethod::Release), expect_release, "refused: {refuse}");
+        if expect_release {
+            assert_eq!(finish, Finish::Pending);
+            e.answer(calls[0].request, Answer::Released(Some(true)));
+            assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Error(LockError::Lost { key: "k".into() })));
+        }
+    }
+}
+
+#[test]
+fn abandoned_acquires_are_bounded() {
+    let mut e = engine();
+    for exec in 1..=3_000 {
+        e.start(exec, vec![lock(EXT, &format!("k{exec}"), 10, None)], ExecOptions::default()).unwrap();
+        drain(&mut e);
+    }
+    e.advance(10).unwrap();
+    drain(&mut e);
+    assert_eq!(e.live_executions(), 0);
+    assert!(e.open_requests() <= 1_024, "{}", e.open_requests());
+}
