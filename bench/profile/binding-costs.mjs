@@ -111,6 +111,13 @@ function measure(binding) {
     x.takeSettled += c - b;
   }
   Object.assign(t, x);
+  // The floor of a call: no argument, a number back.
+  for (let i = 0; i < N; i++) {
+    const a = performance.now();
+    engine.armAt();
+    const b = performance.now();
+    t.armAt = (t.armAt ?? 0) + (b - a);
+  }
   // The cost of the timestamps themselves, to subtract.
   let clock = 0;
   for (let i = 0; i < N; i++) {
@@ -130,9 +137,11 @@ const rounds = 3;
 const results = { native: [], wasm: [] };
 for (let r = 0; r < rounds; r++) for (const [name, load] of Object.entries(engines)) results[name].push(measure(load()));
 console.log(`µs per call (median of ${rounds} rounds of ${N}, timestamp cost subtracted)`);
-const keys = Object.keys(results.native[0]);
+const keys = Object.keys(results.native[0]).filter((k) => !k.startsWith('armAt'));
+keys.unshift('armAt');
 console.log(`${'call'.padEnd(34)} ${'native'.padStart(8)} ${'wasm'.padStart(8)}`);
 const names = {
+  armAt: 'armAt() (a call, no argument)',
   start: 'start (granted at once)',
   finish: 'finish (settled at once)',
   finishHandoff: 'finish (wakes the next waiter)',

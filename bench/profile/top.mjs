@@ -2,8 +2,35 @@
 // and the share of the profile spent under functions whose name matches a pattern.
 //
 //   node bench/profile/top.mjs file.cpuprofile [N=25] [pattern]
+//   node bench/profile/top.mjs --by-file file.cpuprofile...   (self time per script, summed)
 
 import { readFileSync } from 'node:fs';
+
+if (process.argv[2] === '--by-file') {
+  const totals = new Map();
+  let all = 0;
+  for (const f of process.argv.slice(3)) {
+    const p = JSON.parse(readFileSync(f, 'utf8'));
+    const nodes = new Map(p.nodes.map((n) => [n.id, n]));
+    p.samples.forEach((id, i) => {
+      const n = nodes.get(id);
+      const url = n.callFrame.url;
+      const name = n.callFrame.functionName;
+      const group = url
+        ? url.replace(/^file:\/\//, '').replace(/^.*\/(node_modules\/(@[^/]+\/)?[^/]+)\/.*$/, '$1').replace(/^.*\/(lib|bench|dist)\//, '$1/')
+        : name.startsWith('(') ? name : `native: ${name}`;
+      const dt = p.timeDeltas[i] ?? 0;
+      all += dt;
+      totals.set(group, (totals.get(group) ?? 0) + dt);
+    });
+  }
+  const busy = all - (totals.get('(idle)') ?? 0);
+  console.log(`${process.argv.length - 3} profiles, ${(all / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms not idle`);
+  for (const [g, t] of [...totals].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+    console.log(`${((100 * t) / busy).toFixed(1).padStart(5)} % of busy  ${(t / 1000).toFixed(0).padStart(6)} ms  ${g}`);
+  }
+  process.exit(0);
+}
 
 const [file, nText = '25', pattern] = process.argv.slice(2);
 const profile = JSON.parse(readFileSync(file, 'utf8'));
