@@ -24,6 +24,13 @@ const MEMORY = 0;
 const POLLED = 1;
 const ANNOUNCING = 2;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+// The flat effect codes (core/src/host.rs, `take_flat_effects`).
+const EFFECT_WIDTH = 8;
+const NO_STRINGS = [];
+const METHODS = [undefined, 'acquire', 'renew', 'release'];
+const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
+const ERROR_CODES = [undefined, 'LOCK_NOT_ACQUIRED', 'LOCK_LOST', 'LOCK_STORE_FAILED', 'ABORT_ERR', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE'];
+const EVENTS = [undefined, 'acquired', 'rejected', 'renewed', 'renewalFailed', 'lost', 'released', 'releaseFailed'];
 
 /** The key of the fencing token in `context.properties`. */
 const LOCK_TOKEN = 'leasehold.lockToken';
@@ -80,6 +87,7 @@ function createApi(binding, options) {
       this.thrown = new Map();
       this.watchers = new Map();
       this.draining = false;
+      this.more = false;
       this.timer = undefined;
       this.wantRef = false;
       this.unrefPending = false;
@@ -184,14 +192,21 @@ function createApi(binding, options) {
     }
 
     drain() {
-      if (this.draining) return;
+      if (this.draining) {
+        // Effects produced while applying a batch are taken in the next round.
+        this.more = true;
+        return;
+      }
       this.draining = true;
       try {
-        for (;;) {
-          const effects = this.engine.takeEffects();
-          if (effects.length === 0) break;
-          for (const effect of effects) this.apply(effect);
-        }
+        do {
+          this.more = false;
+          // Flat effects (core/src/host.rs, `take_flat_effects`): a header, then 8
+          // numbers per effect; text only when the header says there is some.
+          const numbers = this.engine.takeEffects();
+          const strings = numbers[0] > 0 ? this.engine.takeStrings() : NO_STRINGS;
+          for (let i = 1; i < numbers.length; i += EFFECT_WIDTH) this.apply(numbers, i, strings);
+        } while (this.more);
       } finally {
         this.draining = false;
         // Thrown store errors are kept until the effects that may cite them as a cause are done.
@@ -199,39 +214,57 @@ function createApi(binding, options) {
       }
     }
 
-    apply(fx) {
-      switch (fx.kind) {
-        case 'call':
-          return this.callStore(fx);
-        case 'run': {
-          const rec = this.execs.get(fx.exec);
-          if (rec) rec.run();
-          return;
+    apply(n, i, strings) {
+      const kind = n[i];
+      if (kind === 1) {
+        return this.callStore({
+          request: n[i + 3],
+          exec: n[i + 1],
+          store: n[i + 4],
+          method: METHODS[n[i + 5]],
+          ttl: n[i + 6],
+          key: strings[n[i + 7]],
+          owner: strings[n[i + 7] + 1],
+        });
+      }
+      if (kind === 6) {
+        return this.watch({ store: n[i + 4], watch: n[i + 5] === 1, key: strings[n[i + 7]] });
+      }
+      const rec = this.execs.get(n[i + 1]);
+      if (!rec) return undefined;
+      switch (kind) {
+        case 2:
+          return rec.run();
+        case 3:
+          return rec.lost(n[i + 2]);
+        case 4: {
+          const outcome = OUTCOMES[n[i + 5]];
+          if (outcome !== 'error') return rec.settled({ outcome });
+          return rec.settled({
+            outcome,
+            code: ERROR_CODES[n[i + 6]],
+            message: strings[n[i + 7]],
+            key: strings[n[i + 7] + 1] || undefined,
+            method: METHODS[n[i + 4]],
+            cause: n[i + 3],
+          });
         }
-        case 'lost': {
-          const rec = this.execs.get(fx.exec);
-          if (rec) rec.lost(fx.layer);
-          return;
-        }
-        case 'settled': {
-          const rec = this.execs.get(fx.exec);
-          if (rec) rec.settled(fx);
-          return;
-        }
-        case 'extended': {
-          const rec = this.execs.get(fx.exec);
-          if (rec) rec.extended(fx.ok);
-          return;
-        }
-        case 'watch':
-          return this.watch(fx);
-        case 'event': {
-          const rec = this.execs.get(fx.exec);
-          if (rec) rec.event(fx, this.thrown.get(fx.cause));
-          return;
+        case 5:
+          return rec.extended(n[i + 5] === 1);
+        case 7: {
+          const cause = n[i + 3];
+          const fx = {
+            outcome: EVENTS[n[i + 5]],
+            layer: n[i + 2],
+            waited: n[i + 6],
+            token: n[i + 7],
+            cause,
+            message: n[i + 4] >= 0 ? strings[n[i + 4]] : undefined,
+          };
+          return rec.event(fx, cause ? this.thrown.get(cause) : undefined);
         }
         default:
-          return;
+          return undefined;
       }
     }
 

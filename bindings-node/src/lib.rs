@@ -4,7 +4,7 @@
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
 //! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
 
-use leasehold_core::host::{self, EffectRecord};
+use leasehold_core::host;
 use leasehold_core::{Answer, Clock, Engine, LockError, Millis, StoreFailure};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -34,53 +34,6 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// A flat effect, as the host reads it.
-#[napi(object)]
-#[derive(Debug)]
-pub struct JsEffect {
-    pub kind: String,
-    pub exec: u32,
-    pub layer: u32,
-    pub request: u32,
-    pub store: u32,
-    pub method: Option<String>,
-    pub key: Option<String>,
-    pub owner: Option<String>,
-    pub ttl: f64,
-    pub watch: bool,
-    pub ok: bool,
-    pub outcome: Option<String>,
-    pub code: Option<String>,
-    pub message: Option<String>,
-    pub cause: u32,
-    pub waited: f64,
-    pub token: f64,
-}
-
-impl From<EffectRecord> for JsEffect {
-    fn from(r: EffectRecord) -> Self {
-        JsEffect {
-            kind: r.kind.to_owned(),
-            exec: r.exec,
-            layer: r.layer,
-            request: r.request,
-            store: r.store,
-            method: r.method.map(str::to_owned),
-            key: r.key,
-            owner: r.owner,
-            ttl: r.ttl,
-            watch: r.watch,
-            ok: r.ok,
-            outcome: r.outcome.map(str::to_owned),
-            code: r.code.map(str::to_owned),
-            message: r.message,
-            cause: r.cause,
-            waited: r.waited,
-            token: r.token,
-        }
-    }
-}
-
 /// One engine (one time source) with its memory stores.
 #[napi]
 #[derive(Debug)]
@@ -88,6 +41,7 @@ pub struct NativeEngine {
     inner: Engine,
     outer_locks: Vec<leasehold_core::LockSpec>,
     arm_at: f64,
+    strings: Vec<String>,
 }
 
 #[napi]
@@ -106,7 +60,7 @@ impl NativeEngine {
         } else {
             Engine::new(Box::new(MonotonicClock(Instant::now())), bytes)
         };
-        Ok(NativeEngine { inner, outer_locks: Vec::new(), arm_at: 0.0 })
+        Ok(NativeEngine { inner, outer_locks: Vec::new(), arm_at: 0.0, strings: Vec::new() })
     }
 
     fn flags(&mut self) -> u32 {
@@ -298,9 +252,18 @@ impl NativeEngine {
         Ok(self.flags())
     }
 
+    /// Every pending effect, flat (`host::take_flat_effects`); `takeStrings()` then
+    /// gives the text they point to, when the header says there is some.
     #[napi(catch_unwind)]
-    pub fn take_effects(&mut self) -> Vec<JsEffect> {
-        std::iter::from_fn(|| self.inner.take_effect()).map(|e| JsEffect::from(EffectRecord::from(e))).collect()
+    pub fn take_effects(&mut self) -> Float64Array {
+        let mut numbers = Vec::new();
+        host::take_flat_effects(&mut self.inner, &mut numbers, &mut self.strings);
+        Float64Array::new(numbers)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn take_strings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.strings)
     }
 
     #[napi(catch_unwind)]

@@ -10,8 +10,8 @@
 //! caller, which the host turns into an `Error`. The process lives; the engine instance
 //! that panicked is unusable afterwards (every later call on it throws).
 
-use js_sys::{Array, Object, Reflect};
-use leasehold_core::host::{self, EffectRecord};
+use js_sys::Reflect;
+use leasehold_core::host;
 use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis, StoreFailure};
 use wasm_bindgen::prelude::*;
 
@@ -41,40 +41,6 @@ impl Clock for PerformanceClock {
     }
 }
 
-fn opt_str(value: Option<&str>) -> JsValue {
-    value.map_or(JsValue::UNDEFINED, JsValue::from_str)
-}
-
-/// A flat effect as a plain object with the fields of the Node addon's `JsEffect`;
-/// absent strings are `undefined`.
-fn effect_object(r: EffectRecord) -> Object {
-    let fields: [(&str, JsValue); 17] = [
-        ("kind", JsValue::from_str(r.kind)),
-        ("exec", r.exec.into()),
-        ("layer", r.layer.into()),
-        ("request", r.request.into()),
-        ("store", r.store.into()),
-        ("method", opt_str(r.method)),
-        ("key", opt_str(r.key.as_deref())),
-        ("owner", opt_str(r.owner.as_deref())),
-        ("ttl", r.ttl.into()),
-        ("watch", r.watch.into()),
-        ("ok", r.ok.into()),
-        ("outcome", opt_str(r.outcome)),
-        ("code", opt_str(r.code)),
-        ("message", opt_str(r.message.as_deref())),
-        ("cause", r.cause.into()),
-        ("waited", r.waited.into()),
-        ("token", r.token.into()),
-    ];
-    let object = Object::new();
-    for (name, value) in fields {
-        // Defining a data property on a fresh plain object cannot fail.
-        let _ = Reflect::set(&object, &JsValue::from_str(name), &value);
-    }
-    object
-}
-
 /// One engine (one time source) with its memory stores.
 #[wasm_bindgen]
 #[derive(Debug)]
@@ -82,6 +48,7 @@ pub struct WasmEngine {
     inner: Engine,
     outer_locks: Vec<leasehold_core::LockSpec>,
     arm_at: f64,
+    strings: Vec<String>,
 }
 
 #[wasm_bindgen]
@@ -98,7 +65,7 @@ impl WasmEngine {
         } else {
             Engine::new(Box::new(PerformanceClock(performance_now())), bytes)
         };
-        Ok(WasmEngine { inner, outer_locks: Vec::new(), arm_at: 0.0 })
+        Ok(WasmEngine { inner, outer_locks: Vec::new(), arm_at: 0.0, strings: Vec::new() })
     }
 
     fn flags(&mut self) -> u32 {
@@ -301,10 +268,18 @@ impl WasmEngine {
         Ok(self.flags())
     }
 
-    /// Every pending effect, as plain objects.
+    /// Every pending effect, flat (`host::take_flat_effects`); `takeStrings()` then
+    /// gives the text they point to, when the header says there is some.
     #[wasm_bindgen(js_name = takeEffects)]
-    pub fn take_effects(&mut self) -> Array {
-        std::iter::from_fn(|| self.inner.take_effect()).map(|e| effect_object(EffectRecord::from(e))).collect()
+    pub fn take_effects(&mut self) -> Vec<f64> {
+        let mut numbers = Vec::new();
+        host::take_flat_effects(&mut self.inner, &mut numbers, &mut self.strings);
+        numbers
+    }
+
+    #[wasm_bindgen(js_name = takeStrings)]
+    pub fn take_strings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.strings)
     }
 
     /// Executions not yet settled.

@@ -1,4 +1,4 @@
-//! The wasm binding as JavaScript sees it: status words, effect objects, error objects and
+//! The wasm binding as JavaScript sees it: status words, flat effects, error objects and
 //! the clocks. Runs in Node by default and in headless Chromium with
 //! `WASM_BINDGEN_USE_BROWSER=1` (`scripts/test-wasm-bindgen.sh` runs both).
 #![cfg(target_arch = "wasm32")]
@@ -14,6 +14,16 @@ const JS_STORE: u32 = 1;
 
 fn get(object: &JsValue, name: &str) -> JsValue {
     Reflect::get(object, &JsValue::from_str(name)).expect("a readable property")
+}
+
+/// One flat effect: `[kind, exec, layer, request, store, a, b, c]`.
+fn effects(engine: &mut WasmEngine) -> (Vec<[f64; 8]>, Vec<String>) {
+    let numbers = engine.take_effects();
+    let strings = if numbers[0] > 0.0 { engine.take_strings() } else { Vec::new() };
+    assert_eq!(numbers[0] as usize, strings.len(), "the header counts the strings");
+    assert_eq!((numbers.len() - 1) % 8, 0, "8 numbers per effect");
+    let records = numbers[1..].chunks(8).map(|c| <[f64; 8]>::try_from(c).expect("8 numbers")).collect();
+    (records, strings)
 }
 
 fn fake_engine() -> WasmEngine {
@@ -42,12 +52,12 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
     // A second execution on the key fails fast (wait 0): held.
     let (second, _) = started(engine.start(2, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
     assert_eq!(second & 0x0f, 0);
-    let effects = engine.take_effects();
-    let settled = effects.iter().find(|e| get(e, "kind") == "settled").expect("a settled effect");
-    assert_eq!(get(&settled, "exec").as_f64(), Some(2.0));
-    assert_eq!(get(&settled, "outcome"), "error");
-    assert_eq!(get(&settled, "code"), "LOCK_NOT_ACQUIRED");
-    assert_eq!(get(&settled, "key"), "k");
+    let (records, strings) = effects(&mut engine);
+    let settled = records.iter().find(|e| e[0] == 4.0).expect("a settled effect");
+    assert_eq!(settled[1], 2.0, "execution 2");
+    assert_eq!((settled[5], settled[6]), (4.0, 1.0), "an error: LOCK_NOT_ACQUIRED");
+    assert!(strings[settled[7] as usize].contains("held"), "the message");
+    assert_eq!(strings[settled[7] as usize + 1], "k", "the key");
 
     let finished = engine.finish(1, true).unwrap();
     assert_eq!(finished & 0x0f, status::SETTLED_VALUE);
@@ -62,41 +72,26 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
 }
 
 #[wasm_bindgen_test]
-fn effects_are_plain_objects_with_every_field() {
+fn effects_come_flat_with_their_text_apart() {
     let mut engine = fake_engine();
     let (pending, _) = started(engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 0.0).unwrap());
     assert_ne!(pending & status::EFFECTS, 0);
     assert_eq!(pending & 0x0f, 0);
-    let effects = engine.take_effects();
-    assert!(js_sys::Array::is_array(&effects));
-    assert_eq!(effects.length(), 1);
-    let call = effects.get(0);
-    let plain = js_sys::Object::get_prototype_of(&js_sys::Object::new());
-    assert_eq!(js_sys::Object::get_prototype_of(&call), plain, "a plain object, not a class instance");
-    for field in [
-        "kind", "exec", "layer", "request", "store", "method", "key", "owner", "ttl", "watch", "outcome", "code",
-        "message", "cause", "waited", "token",
-    ] {
-        assert!(Reflect::has(&call, &JsValue::from_str(field)).unwrap(), "missing field {field}");
-    }
-    assert_eq!(get(&call, "kind"), "call");
-    assert_eq!(get(&call, "method"), "acquire");
-    assert_eq!(get(&call, "key"), "k");
-    assert_eq!(get(&call, "store").as_f64(), Some(f64::from(JS_STORE)));
-    assert_eq!(get(&call, "ttl").as_f64(), Some(1_000.0));
-    assert_eq!(get(&call, "watch"), JsValue::FALSE);
-    assert!(get(&call, "owner").as_string().is_some_and(|owner| !owner.is_empty()));
-    // Absent strings are `undefined`, never null or "".
-    for absent in ["outcome", "code", "message"] {
-        assert!(get(&call, absent).is_undefined(), "{absent} should be undefined");
-    }
+    let (records, strings) = effects(&mut engine);
+    let [call] = records[..] else { panic!("one effect: {records:?}") };
+    assert_eq!(call[0], 1.0, "a store call");
+    assert_eq!(call[1], 1.0, "for execution 1");
+    assert_eq!(call[4], f64::from(JS_STORE));
+    assert_eq!(call[5], 1.0, "acquire");
+    assert_eq!(call[6], 1_000.0, "ttl");
+    assert_eq!(strings[call[7] as usize], "k");
+    assert_eq!(strings[call[7] as usize + 1].len(), 32, "the owner id");
 
-    let request = get(&call, "request").as_f64().unwrap() as u32;
-    let answered = engine.answer_acquire(request, Some(41.0));
+    let answered = engine.answer_acquire(call[3] as u32, Some(41.0));
     assert_ne!(answered & status::EFFECTS, 0);
-    let run = engine.take_effects().get(0);
-    assert_eq!(get(&run, "kind"), "run");
-    assert_eq!(get(&run, "exec").as_f64(), Some(1.0));
+    let (records, strings) = effects(&mut engine);
+    assert_eq!(records, vec![[2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], "run execution 1");
+    assert!(strings.is_empty());
     assert_eq!(engine.token(1), Some(41.0));
     assert_eq!(engine.layer_token(1, 0), Some(41.0));
     assert!(engine.layer_held(1, 0));
@@ -132,21 +127,20 @@ fn bad_arguments_are_errors_with_a_code() {
 fn the_fake_clock_runs_polls_when_advanced() {
     let mut engine = fake_engine();
     engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 500.0).unwrap();
-    let first = engine.take_effects().get(0);
-    let request = get(&first, "request").as_f64().unwrap() as u32;
+    let (first, _) = effects(&mut engine);
+    let request = first[0][3] as u32;
     // Held: the engine polls again 50 ms later.
     engine.answer_acquire(request, None);
-    assert_eq!(engine.take_effects().length(), 0);
+    assert!(effects(&mut engine).0.is_empty());
     assert_eq!(engine.next_deadline(), Some(50.0));
 
     engine.advance(49.0).unwrap();
     assert_eq!(engine.now(), 49.0);
-    assert_eq!(engine.take_effects().length(), 0);
+    assert!(effects(&mut engine).0.is_empty());
     let status = engine.advance(1.0).unwrap();
     assert_ne!(status & status::EFFECTS, 0);
-    let retry = engine.take_effects().get(0);
-    assert_eq!(get(&retry, "kind"), "call");
-    assert_eq!(get(&retry, "method"), "acquire");
+    let (retry, _) = effects(&mut engine);
+    assert_eq!((retry[0][0], retry[0][5]), (1.0, 1.0), "an acquire call");
     assert_eq!(engine.now(), 50.0);
 
     assert_eq!(code_of(engine.advance(-1.0).unwrap_err()), "ERR_OUT_OF_RANGE");

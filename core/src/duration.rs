@@ -118,17 +118,24 @@ fn decimal(text: &str) -> Option<(u128, bool)> {
 }
 
 /// Shows a number the way JavaScript would, short for huge ones.
+///
+/// Integer arithmetic only: float formatting would add a fifth to the wasm module.
 fn show(ms: f64) -> String {
-    if ms.is_infinite() {
-        if ms > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        }
-    } else if ms.abs() >= 1e15 {
-        format!("{ms:e}")
+    let sign = if ms < 0.0 { "-" } else { "" };
+    let abs = ms.abs();
+    if abs.is_infinite() {
+        format!("{sign}Infinity")
+    } else if abs >= 1e15 {
+        format!("{sign}more than 10^15")
     } else {
-        format!("{ms}")
+        let thousandths = (abs * 1000.0).round() as u64;
+        let (whole, fraction) = (thousandths / 1000, thousandths % 1000);
+        if fraction == 0 {
+            format!("{sign}{whole}")
+        } else {
+            let digits = format!("{fraction:03}");
+            format!("{sign}{whole}.{}", digits.trim_end_matches('0'))
+        }
     }
 }
 
@@ -198,6 +205,15 @@ mod tests {
         }
         assert!(parse("25d", "ttl").is_err());
         assert!(parse("600h", "ttl").unwrap_err().message.contains("at most"));
+    }
+
+    #[test]
+    fn numbers_in_messages_read_like_javascript() {
+        assert_eq!(show(-5.0), "-5");
+        assert_eq!(show(2.5), "2.5");
+        assert_eq!(show(0.125), "0.125");
+        assert_eq!(show(1e300), "more than 10^15");
+        assert_eq!(show(f64::NEG_INFINITY), "-Infinity");
     }
 
     #[test]

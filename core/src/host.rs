@@ -4,7 +4,7 @@
 
 use crate::duration;
 use crate::engine::{Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef};
-use crate::error::{ArgError, LockError, StoreFailure};
+use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::Millis;
 
 /// Bits of the status word every mutating binding call returns.
@@ -103,149 +103,122 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
     Ok(millis as f64)
 }
 
-/// An effect in flat form: every field a host may read, unused ones zero or `None`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EffectRecord {
-    /// `call`, `run`, `lost`, `settled`, `extended`, `watch` or `event`.
-    pub kind: &'static str,
-    /// The execution (`call`: the one waiting for the answer, 0 for none).
-    pub exec: u32,
-    /// The lock of the execution, outermost first.
-    pub layer: u32,
-    /// `call`: the request id to answer.
-    pub request: u32,
-    /// `call`, `watch`: the host's store id.
-    pub store: u32,
-    /// `call`: `acquire`, `renew` or `release`; `settled` with a store failure: the
-    /// method that failed.
-    pub method: Option<&'static str>,
-    /// `call`, `watch`, errors: the key.
-    pub key: Option<String>,
-    /// `call`: the owner id.
-    pub owner: Option<String>,
-    /// `call`: the ttl asked for.
-    pub ttl: f64,
-    /// `watch`: start (true) or stop.
-    pub watch: bool,
-    /// `extended`: whether the lease was pushed out.
-    pub ok: bool,
-    /// `settled`: `value`, `callbackError` or `error`; `event`: the event name.
-    pub outcome: Option<&'static str>,
-    /// An error's code (`settled` with `error`, failed events).
-    pub code: Option<&'static str>,
-    /// An error's message.
-    pub message: Option<String>,
-    /// The request whose thrown error is the cause (0 when none).
-    pub cause: u32,
-    /// `event`: milliseconds waited.
-    pub waited: f64,
-    /// `event`: the fencing token.
-    pub token: f64,
+/// Effects in flat form, the way both bindings hand them to JavaScript: one array of
+/// numbers (a header, then [`EFFECT_WIDTH`] numbers per effect) and, only when an effect
+/// carries text, an array of strings the numbers point into. Building one typed array
+/// costs far less than building an object per effect.
+///
+/// Header: `numbers[0]` is how many strings there are. Then per effect:
+/// `[kind, exec, layer, request, store, a, b, c]`, by kind:
+///
+/// | kind | fields |
+/// | --- | --- |
+/// | 1 call | `request`, `exec` (0: none waits), `store`; a = method, b = ttl, c = string index of the key (the owner follows it) |
+/// | 2 run | `exec` |
+/// | 3 lost | `exec`, `layer` |
+/// | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
+/// | 5 extended | `exec`; a = 1 if extended |
+/// | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
+/// | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
+///
+/// Codes: methods 1 acquire, 2 renew, 3 release; outcomes 1 value, 2 callback error, 3 not
+/// held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
+/// 4 aborted, 5 type error, 6 range error; events 1 acquired, 2 rejected, 3 renewed,
+/// 4 renewal failed, 5 lost, 6 released, 7 release failed.
+pub mod flat {
+    /// Numbers per effect.
+    pub const EFFECT_WIDTH: usize = 8;
 }
 
-fn failure_fields(record: &mut EffectRecord, failure: &StoreFailure) {
-    if let StoreFailure::Threw(request) = failure {
-        record.cause = *request;
-    }
-    record.message = Some(match failure {
-        StoreFailure::Threw(_) => "the store threw".to_owned(),
-        StoreFailure::TimedOut { after_ms } => format!("the store did not answer within {after_ms} ms"),
-        StoreFailure::BadAnswer(what) => what.clone(),
-    });
-}
-
-fn error_fields(record: &mut EffectRecord, err: &LockError) {
-    record.code = Some(err.code());
-    record.message = Some(err.to_string());
-    record.key = err.key().map(str::to_owned);
-    if let LockError::StoreFailed { method, failure, .. } = err {
-        record.method = Some(method.name());
-        if let StoreFailure::Threw(request) = failure {
-            record.cause = *request;
-        }
+fn method_code(method: StoreMethod) -> f64 {
+    match method {
+        StoreMethod::Acquire => 1.0,
+        StoreMethod::Renew => 2.0,
+        StoreMethod::Release => 3.0,
     }
 }
 
-impl From<Effect> for EffectRecord {
-    fn from(effect: Effect) -> Self {
-        let mut r = EffectRecord::default();
-        match effect {
+fn error_code(err: &LockError) -> f64 {
+    match err.code() {
+        "LOCK_NOT_ACQUIRED" => 1.0,
+        "LOCK_LOST" => 2.0,
+        "LOCK_STORE_FAILED" => 3.0,
+        "ABORT_ERR" => 4.0,
+        "ERR_INVALID_ARG_TYPE" => 5.0,
+        _ => 6.0,
+    }
+}
+
+fn failure_message(failure: &StoreFailure) -> Option<String> {
+    match failure {
+        StoreFailure::Threw(_) => None,
+        StoreFailure::TimedOut { after_ms } => Some(format!("the store did not answer within {after_ms} ms")),
+        StoreFailure::BadAnswer(what) => Some(what.clone()),
+    }
+}
+
+fn cause_of(failure: &StoreFailure) -> f64 {
+    match failure {
+        StoreFailure::Threw(request) => f64::from(*request),
+        _ => 0.0,
+    }
+}
+
+/// Takes every pending effect of `engine` into `numbers` (cleared first, header
+/// included) and `strings` (cleared first).
+pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &mut Vec<String>) {
+    numbers.clear();
+    strings.clear();
+    numbers.push(0.0);
+    fn text(strings: &mut Vec<String>, value: String) -> f64 {
+        strings.push(value);
+        (strings.len() - 1) as f64
+    }
+    while let Some(effect) = engine.take_effect() {
+        let record: [f64; flat::EFFECT_WIDTH] = match effect {
             Effect::StoreCall { request, exec, store, method, key, owner, ttl } => {
-                r.kind = "call";
-                r.request = request;
-                r.exec = exec;
-                r.store = store;
-                r.method = Some(method.name());
-                r.key = Some(key);
-                r.owner = Some(owner);
-                r.ttl = ttl as f64;
+                let at = text(strings, key);
+                text(strings, owner);
+                [1.0, exec.into(), 0.0, request.into(), store.into(), method_code(method), ttl as f64, at]
             }
-            Effect::Run { exec } => {
-                r.kind = "run";
-                r.exec = exec;
-            }
-            Effect::Lost { exec, layer } => {
-                r.kind = "lost";
-                r.exec = exec;
-                r.layer = layer;
-            }
-            Effect::Settled { exec, outcome } => {
-                r.kind = "settled";
-                r.exec = exec;
-                r.outcome = Some(match outcome {
-                    Outcome::Value => "value",
-                    Outcome::CallbackError => "callbackError",
-                    Outcome::NotHeld => "notHeld",
-                    Outcome::Error(err) => {
-                        error_fields(&mut r, &err);
-                        "error"
-                    }
-                });
-            }
-            Effect::Extended { exec, ok } => {
-                r.kind = "extended";
-                r.exec = exec;
-                r.ok = ok;
-            }
+            Effect::Run { exec } => [2.0, exec.into(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            Effect::Lost { exec, layer } => [3.0, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
+            Effect::Settled { exec, outcome } => match outcome {
+                Outcome::Value => [4.0, exec.into(), 0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+                Outcome::CallbackError => [4.0, exec.into(), 0.0, 0.0, 0.0, 2.0, 0.0, 0.0],
+                Outcome::NotHeld => [4.0, exec.into(), 0.0, 0.0, 0.0, 3.0, 0.0, 0.0],
+                Outcome::Error(err) => {
+                    let (cause, method) = match &err {
+                        LockError::StoreFailed { method, failure, .. } => (cause_of(failure), method_code(*method)),
+                        _ => (0.0, 0.0),
+                    };
+                    let at = text(strings, err.to_string());
+                    text(strings, err.key().unwrap_or_default().to_owned());
+                    [4.0, exec.into(), 0.0, cause, method, 4.0, error_code(&err), at]
+                }
+            },
+            Effect::Extended { exec, ok } => [5.0, exec.into(), 0.0, 0.0, 0.0, f64::from(u8::from(ok)), 0.0, 0.0],
             Effect::Watch { store, key, watch } => {
-                r.kind = "watch";
-                r.store = store;
-                r.key = Some(key);
-                r.watch = watch;
+                let at = text(strings, key);
+                [6.0, 0.0, 0.0, 0.0, store.into(), f64::from(u8::from(watch)), 0.0, at]
             }
             Effect::Event { exec, layer, event } => {
-                r.kind = "event";
-                r.exec = exec;
-                r.layer = layer;
-                r.outcome = Some(match event {
-                    Event::Acquired { waited, token } => {
-                        r.waited = waited as f64;
-                        r.token = token as f64;
-                        "acquired"
-                    }
-                    Event::Rejected { waited } => {
-                        r.waited = waited as f64;
-                        "rejected"
-                    }
-                    Event::Renewed { token } => {
-                        r.token = token as f64;
-                        "renewed"
-                    }
-                    Event::RenewalFailed { failure } => {
-                        failure_fields(&mut r, &failure);
-                        "renewalFailed"
-                    }
-                    Event::Lost => "lost",
-                    Event::Released => "released",
-                    Event::ReleaseFailed { failure } => {
-                        failure_fields(&mut r, &failure);
-                        "releaseFailed"
-                    }
-                });
+                let (code, waited, token, cause, message) = match event {
+                    Event::Acquired { waited, token } => (1.0, waited as f64, token as f64, 0.0, None),
+                    Event::Rejected { waited } => (2.0, waited as f64, 0.0, 0.0, None),
+                    Event::Renewed { token } => (3.0, 0.0, token as f64, 0.0, None),
+                    Event::RenewalFailed { failure } => (4.0, 0.0, 0.0, cause_of(&failure), failure_message(&failure)),
+                    Event::Lost => (5.0, 0.0, 0.0, 0.0, None),
+                    Event::Released => (6.0, 0.0, 0.0, 0.0, None),
+                    Event::ReleaseFailed { failure } => (7.0, 0.0, 0.0, cause_of(&failure), failure_message(&failure)),
+                };
+                let message_at = message.map_or(-1.0, |m| text(strings, m));
+                [7.0, exec.into(), layer.into(), cause, message_at, code, waited, token]
             }
-        }
-        r
+        };
+        numbers.extend_from_slice(&record);
     }
+    numbers[0] = strings.len() as f64;
 }
 
 /// The number `start` returns: the status word, plus 256 × the innermost token when
