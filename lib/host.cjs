@@ -234,7 +234,7 @@ function createApi(binding, options) {
       if (!rec) return undefined;
       switch (kind) {
         case 2:
-          return rec.run();
+          return rec.run(n[i + 6] >= 0 ? n[i + 6] : undefined);
         case 3:
           return rec.lost(n[i + 2]);
         case 4: {

@@ -90,7 +90,7 @@ fn effects_come_flat_with_their_text_apart() {
     let answered = engine.answer_acquire(call[3] as u32, Some(41.0));
     assert_ne!(answered & status::EFFECTS, 0);
     let (records, strings) = effects(&mut engine);
-    assert_eq!(records, vec![[2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], "run execution 1");
+    assert_eq!(records, vec![[2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 41.0, 0.0]], "run execution 1, token 41");
     assert!(strings.is_empty());
     assert_eq!(engine.token(1), Some(41.0));
     assert_eq!(engine.layer_token(1, 0), Some(41.0));

@@ -114,7 +114,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 /// | kind | fields |
 /// | --- | --- |
 /// | 1 call | `request`, `exec` (0: none waits), `store`; a = method, b = ttl, c = string index of the key (the owner follows it) |
-/// | 2 run | `exec` |
+/// | 2 run | `exec`; b = the innermost token (-1 when none) |
 /// | 3 lost | `exec`, `layer` |
 /// | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
 /// | 5 extended | `exec`; a = 1 if extended |
@@ -181,7 +181,11 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                 text(strings, owner);
                 [1.0, exec.into(), 0.0, request.into(), store.into(), method_code(method), ttl as f64, at]
             }
-            Effect::Run { exec } => [2.0, exec.into(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            Effect::Run { exec } => {
+                // The innermost token comes along, saving the host a call per handover.
+                let token = engine.token(exec).map_or(-1.0, |t| t as f64);
+                [2.0, exec.into(), 0.0, 0.0, 0.0, 0.0, token, 0.0]
+            }
             Effect::Lost { exec, layer } => [3.0, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
             Effect::Settled { exec, outcome } => match outcome {
                 Outcome::Value => [4.0, exec.into(), 0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
