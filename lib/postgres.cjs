@@ -42,6 +42,7 @@
  */
 
 const { createHash } = require('node:crypto');
+const { ReleaseListeners } = require('./release-listeners.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -135,8 +136,8 @@ class PostgresLockStore {
   #qualified; // the quoted, schema-qualified table name used in SQL
   #sql;
 
-  // Release announcements: channel -> set of listener entries.
-  #listeners = new Map();
+  // Release announcements: listeners per channel.
+  #listeners = new ReleaseListeners(() => this.#sync());
   #connection = null; // the listen connection, once open
   #listening = new Set();
   #syncing = null; // the running sync pass, if any
@@ -294,26 +295,7 @@ class PostgresLockStore {
       throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
     }
     if (this.#closed || !this.#notify || !this.canSubscribe) return noop;
-    const channel = this.#channel(key);
-    let entries = this.#listeners.get(channel);
-    if (entries === undefined) {
-      entries = new Set();
-      this.#listeners.set(channel, entries);
-    }
-    const entry = { onReleased };
-    entries.add(entry);
-    if (entries.size === 1) this.#sync();
-    let active = true;
-    return () => {
-      if (!active) return;
-      active = false;
-      const current = this.#listeners.get(channel);
-      if (current === undefined || !current.delete(entry)) return;
-      if (current.size === 0) {
-        this.#listeners.delete(channel);
-        this.#sync();
-      }
-    };
+    return this.#listeners.add(this.#channel(key), onReleased);
   }
 
   /** Whether `subscribe` can listen: `notify` is on and there is a `listenClient` or a Pool. */
@@ -340,18 +322,6 @@ class PostgresLockStore {
     if (connection !== null) await connection.close(channels);
   }
 
-  #dispatch(channel) {
-    const entries = this.#listeners.get(channel);
-    if (entries === undefined) return;
-    for (const entry of [...entries]) {
-      try {
-        entry.onReleased();
-      } catch {
-        // A listener's failure is its own; it must not stop the others or the client.
-      }
-    }
-  }
-
   /** Opens the listen connection: the `listenClient`, or a client of the pool. */
   async #open() {
     let client;
@@ -366,7 +336,7 @@ class PostgresLockStore {
       client,
       dead: false,
       onNotification: (message) => {
-        if (message != null && typeof message.channel === 'string') this.#dispatch(message.channel);
+        if (message != null && typeof message.channel === 'string') this.#listeners.notify(message.channel);
       },
       onGone: () => {
         if (connection.dead) return;
@@ -451,7 +421,7 @@ class PostgresLockStore {
         this.#connection = connection;
       }
       const connection = this.#connection;
-      const wanted = [...this.#listeners.keys()].filter((c) => !this.#listening.has(c));
+      const wanted = this.#listeners.channels().filter((c) => !this.#listening.has(c));
       const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
       const commands = [
         ...wanted.map((c) => `LISTEN ${quoteIdentifier(c)}`),

@@ -33,6 +33,7 @@
  */
 
 const { createHash } = require('node:crypto');
+const { ReleaseListeners } = require('./release-listeners.cjs');
 
 // ---------------------------------------------------------------------------------
 // Scripts
@@ -261,9 +262,9 @@ function toFlag(reply, method) {
 class RedisLockStore {
   /** @type {ReturnType<typeof adapterFor>} */ #redis;
   #prefix;
-  // Release announcements: channel -> set of listener entries; one subscriber
-  // connection per store, opened on the first subscribe.
-  #listeners = new Map();
+  // Release announcements: listeners per channel; one subscriber connection per
+  // store, opened on the first subscribe.
+  #listeners = new ReleaseListeners(() => this.#sync());
   #subscriber = null;
   #subscribed = new Set();
   #syncing = false;
@@ -383,26 +384,7 @@ class RedisLockStore {
       throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
     }
     if (this.#closed || !this.#redis.canSubscribe) return noop;
-    const channel = this.#channel(key);
-    let entries = this.#listeners.get(channel);
-    if (entries === undefined) {
-      entries = new Set();
-      this.#listeners.set(channel, entries);
-    }
-    const entry = { onReleased };
-    entries.add(entry);
-    if (entries.size === 1) this.#sync();
-    let active = true;
-    return () => {
-      if (!active) return;
-      active = false;
-      const current = this.#listeners.get(channel);
-      if (current === undefined || !current.delete(entry)) return;
-      if (current.size === 0) {
-        this.#listeners.delete(channel);
-        this.#sync();
-      }
-    };
+    return this.#listeners.add(this.#channel(key), onReleased);
   }
 
   /**
@@ -417,18 +399,6 @@ class RedisLockStore {
     const subscriber = this.#subscriber;
     this.#subscriber = null;
     if (subscriber !== null) await subscriber.close();
-  }
-
-  #dispatch(channel) {
-    const entries = this.#listeners.get(channel);
-    if (entries === undefined) return;
-    for (const entry of [...entries]) {
-      try {
-        entry.onReleased();
-      } catch {
-        // A listener's failure is its own; it must not stop the others or the client.
-      }
-    }
   }
 
   /** Brings the server-side subscriptions in line with #listeners, one pass at a time. */
@@ -453,7 +423,7 @@ class RedisLockStore {
         if (this.#listeners.size === 0) return;
         try {
           this.#subscriber = this.#redis.openSubscriber(
-            (channel) => this.#dispatch(channel),
+            (channel) => this.#listeners.notify(channel),
             // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
             // subscribed before a reconnect is the client's own job.
             () => this.#sync(),
@@ -463,7 +433,7 @@ class RedisLockStore {
         }
       }
       const subscriber = this.#subscriber;
-      const wanted = [...this.#listeners.keys()].filter((c) => !this.#subscribed.has(c));
+      const wanted = this.#listeners.channels().filter((c) => !this.#subscribed.has(c));
       if (wanted.length > 0) {
         try {
           await subscriber.subscribe(wanted);
