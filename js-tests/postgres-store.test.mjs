@@ -21,6 +21,9 @@ import {
 } from 'leasehold';
 import { PostgresLockStore } from 'leasehold/postgres';
 import { startPostgres, waitFor } from './support/postgres.mjs';
+import { within } from './support/async.mjs';
+import { uniqueKey } from './support/keys.mjs';
+import { deferred } from './support/time.mjs';
 
 // A lost connection, a dead listener or a failing statement must never leave a
 // rejection unhandled or an exception uncaught.
@@ -33,29 +36,6 @@ process.on('unhandledRejection', (reason) => unhandled.push(reason));
 
 const noop = () => {};
 
-function deferred() {
-  let resolve;
-  const promise = new Promise((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/** Rejects when `promise` has not settled after `ms`. */
-async function within(ms, what, promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-let serial = 0;
-const uniqueKey = (name) => `${name}-${++serial}`;
 const lock = (options) => new ResiliencePipelineBuilder().addLock(options).build();
 
 /** A `{ query }` client that records every query (text and values) and passes it on. */

@@ -21,6 +21,9 @@ import {
 } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
 import { call, freePort, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
+import { within } from './support/async.mjs';
+import { uniqueKey } from './support/keys.mjs';
+import { deferred } from './support/time.mjs';
 
 // Counted for the whole file: a lost lease, a restart or a dead server must never
 // leave a rejection unhandled.
@@ -35,29 +38,6 @@ process.on('unhandledRejection', (reason) => {
 
 const noop = () => {};
 
-function deferred() {
-  let resolve;
-  const promise = new Promise((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/** Rejects when `promise` has not settled after `ms`. */
-async function within(ms, what, promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-let serial = 0;
-const uniqueKey = (name) => `${name}-${++serial}`;
 const lock = (options) => new ResiliencePipelineBuilder().addLock(options).build();
 const ms = (x) => `${Math.round(x)} ms`;
 

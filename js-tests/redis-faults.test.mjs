@@ -20,6 +20,9 @@ import { engine, ResiliencePipelineBuilder, LockLostError, getLockToken } from '
 import { RedisLockStore } from 'leasehold/redis';
 import { call, startRedisServer, waitFor } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
+import { within } from './support/async.mjs';
+import { uniqueKey as unique } from './support/keys.mjs';
+import { deferred } from './support/time.mjs';
 
 // Counted for the whole file: no fault here may leave a rejection unhandled.
 const unhandled = [];
@@ -32,32 +35,8 @@ process.on('unhandledRejection', (reason) => unhandled.push(reason));
 const noop = () => {};
 const ms = (x) => `${Math.round(x)} ms`;
 
-function deferred() {
-  let resolve;
-  const promise = new Promise((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/** Rejects when `promise` has not settled after `limit` ms. */
-async function within(limit, what, promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${limit} ms`)), limit);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Settles to `{ value }` or `{ error }`, never rejects. */
 const outcomeOf = (promise) => promise.then((value) => ({ value }), (error) => ({ error }));
-
-let serial = 0;
-const unique = (name) => `${name}-${++serial}`;
 
 // Clients with the libraries' default reconnect behaviour (ioredis: retry after
 // min(n x 50, 2000) ms, offline queue, unanswered commands resent after a reconnect;

@@ -15,34 +15,13 @@ import {
   startRedisServer,
   waitFor,
 } from './support/redis.mjs';
+import { within } from './support/async.mjs';
+import { uniqueKey } from './support/keys.mjs';
+import { deferred } from './support/time.mjs';
 
 // ---------------------------------------------------------------------------------
 // helpers
 // ---------------------------------------------------------------------------------
-
-function deferred() {
-  let resolve;
-  const promise = new Promise((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/** Rejects when `promise` has not settled after `ms`: every wait in this file is bounded. */
-async function within(ms, what, promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-let serial = 0;
-const uniqueKey = (name) => `${name}-${++serial}`;
 
 /** The store's Redis name for a plain key (no `%`, `{`, `}`, lone surrogates). */
 const leaseName = (prefix, key) => `${prefix}:{${key}}`;

@@ -11,11 +11,14 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { pollUntil } from './async.mjs';
+import { freePort } from './net.mjs';
+
+export { freePort };
 
 const HOST = '127.0.0.1';
 const SUPERUSER = 'postgres';
@@ -79,19 +82,6 @@ function asServerUser(user, bin, args) {
   return user === undefined ? [bin, args] : ['runuser', ['-u', SUPERUSER, '--', bin, ...args]];
 }
 
-/** A port on 127.0.0.1 that nothing listens on right now. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 function tail(text, n = 3000) {
   return text.length > n ? `...${text.slice(-n)}` : text;
 }
@@ -105,20 +95,8 @@ function run(command, args, options) {
 }
 
 /** Polls `check` until it returns a truthy value; throws after `timeoutMs`. */
-export async function waitFor(what, check, { timeoutMs = 10_000, intervalMs = 25 } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  let lastError;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-      lastError = undefined;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-    await sleep(intervalMs);
-  }
+export function waitFor(what, check, { timeoutMs = 10_000, intervalMs = 25 } = {}) {
+  return pollUntil(what, check, { timeoutMs, intervalMs });
 }
 
 async function canConnect(port, database) {

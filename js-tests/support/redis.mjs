@@ -9,6 +9,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pollUntil } from './async.mjs';
+import { freePort } from './net.mjs';
+
+export { freePort };
 
 const HOST = '127.0.0.1';
 
@@ -39,19 +43,6 @@ export function requireRedisBinaries() {
     }
   }
   checked = true;
-}
-
-/** A port on 127.0.0.1 that nothing listens on right now. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function portIsFree(port) {
@@ -179,22 +170,8 @@ export async function call(port, args, opts) {
 }
 
 /** Polls `check` every `intervalMs` until it returns a truthy value; throws after `timeoutMs`. */
-export async function waitFor(what, check, { timeoutMs = 5000, intervalMs = 20 } = {}) {
-  const deadline = Date.now() + timeoutMs;
-  let lastError;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-      lastError = undefined;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-    }
-    await sleep(intervalMs);
-  }
+export function waitFor(what, check, { timeoutMs = 5000, intervalMs = 20 } = {}) {
+  return pollUntil(what, check, { timeoutMs, intervalMs });
 }
 
 /** `INFO <section>` parsed into { field: value }. */
