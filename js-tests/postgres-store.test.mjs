@@ -6,7 +6,6 @@
 // (LEASEHOLD_ENGINE=wasm runs it on the wasm engine.)
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +21,7 @@ import {
 import { PostgresLockStore } from 'leasehold/postgres';
 import { startPostgres, waitFor } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
+import { startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { deferred } from './support/time.mjs';
 
@@ -409,36 +409,7 @@ describe('one statement per operation', () => {
 const WORKER = fileURLToPath(new URL('./support/postgres-worker.mjs', import.meta.url));
 
 function startWorker(url, key, count) {
-  const child = spawn(process.execPath, [WORKER, url, key, String(count)], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
-  const ready = deferred();
-  const result = deferred();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk.toString('utf8');
-    let nl;
-    while ((nl = stdout.indexOf('\n')) !== -1) {
-      const message = JSON.parse(stdout.slice(0, nl));
-      stdout = stdout.slice(nl + 1);
-      if (message.ready) ready.resolve(message);
-      else result.resolve(message);
-    }
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk.toString('utf8');
-  });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const failed = exited.then(({ code, signal }) => {
-    throw new Error(`worker exited (${code ?? signal}) before reporting:\n${stderr}`);
-  });
-  failed.catch(noop);
-  return {
-    child,
-    exited,
-    ready: Promise.race([ready.promise, failed]),
-    result: Promise.race([result.promise, failed]),
-    go: () => child.stdin.end('go\n'),
-  };
+  return startFleetWorker(WORKER, [url, key, String(count)]);
 }
 
 describe('a fleet of processes on one key', () => {

@@ -6,7 +6,6 @@
 // (LEASEHOLD_ENGINE=wasm runs it on the wasm engine.)
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +21,7 @@ import {
 import { RedisLockStore } from 'leasehold/redis';
 import { call, freePort, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
 import { within } from './support/async.mjs';
+import { startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { deferred } from './support/time.mjs';
 
@@ -174,41 +174,7 @@ const WORKER = fileURLToPath(new URL('./support/redis-worker.mjs', import.meta.u
 
 /** Starts one worker process; resolves its `ready` and `result` lines. */
 function startWorker(kind, port, key, count) {
-  const child = spawn(process.execPath, [WORKER, kind, String(port), key, String(count)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: process.env,
-  });
-  const ready = deferred();
-  const result = deferred();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk.toString('utf8');
-    let nl;
-    while ((nl = stdout.indexOf('\n')) !== -1) {
-      const line = stdout.slice(0, nl);
-      stdout = stdout.slice(nl + 1);
-      const message = JSON.parse(line);
-      if (message.ready) ready.resolve(message);
-      else result.resolve(message);
-    }
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk.toString('utf8');
-  });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const failed = exited.then(({ code, signal }) => {
-    throw new Error(`worker ${kind} exited (${code ?? signal}) before reporting:\n${stderr}`);
-  });
-  failed.catch(noop);
-  return {
-    kind,
-    child,
-    exited,
-    ready: Promise.race([ready.promise, failed]),
-    result: Promise.race([result.promise, failed]),
-    go: () => child.stdin.end('go\n'),
-  };
+  return { kind, ...startFleetWorker(WORKER, [kind, String(port), key, String(count)], kind) };
 }
 
 describe('a fleet of processes on one key', () => {

@@ -10,10 +10,10 @@
 // the end. Inside the lock, on the shared `fleet` row: `inside + 1` (the answer must be
 // 1), a second query while holding, `inside - 1`.
 
-import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
 import { PostgresLockStore } from 'leasehold/postgres';
+import { executeTimes, readyThenGo } from './fleet.mjs';
 
 const [url, key, countText] = process.argv.slice(2);
 const count = Number(countText);
@@ -24,43 +24,32 @@ const store = new PostgresLockStore({ client: pool, table: 'fleet_locks' });
 await store.ensureSchema();
 const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s', wait: '30s' }).build();
 
-const lines = createInterface({ input: process.stdin });
-const go = new Promise((resolve) => lines.once('line', resolve));
-process.stdout.write(`${JSON.stringify({ ready: true, engine })}\n`);
-await go;
-lines.close();
+await readyThenGo({ engine });
 
 let max = 0;
-let completed = 0;
-const records = [];
-const errors = [];
-const started = performance.now();
-for (let i = 0; i < count; i++) {
-  try {
-    await pipeline.execute(async () => {
-      const token = getLockToken();
-      const client = await pool.connect();
-      try {
-        const { rows } = await client.query(
-          `UPDATE fleet SET inside = inside + 1, peak = greatest(peak, inside + 1), runs = runs + 1
-           WHERE key = $1 RETURNING inside, runs`,
-          [key],
-        );
-        const inside = Number(rows[0].inside);
-        if (inside > max) max = inside;
-        await client.query('SELECT pg_sleep(0)'); // a real round trip while holding
-        await client.query('UPDATE fleet SET inside = inside - 1 WHERE key = $1', [key]);
-        records.push([Number(rows[0].runs), token]);
-      } finally {
-        client.release();
-      }
-    });
-    completed += 1;
-  } catch (error) {
-    errors.push(`${error?.name}: ${error?.message}${error?.cause ? ` (cause: ${error.cause.message})` : ''}`);
-  }
-}
-const elapsedMs = Math.round(performance.now() - started);
+const { completed, records, errors, elapsedMs } = await executeTimes(
+  count,
+  pipeline,
+  async () => {
+    const token = getLockToken();
+    const client = await pool.connect();
+    try {
+      const { rows } = await client.query(
+        `UPDATE fleet SET inside = inside + 1, peak = greatest(peak, inside + 1), runs = runs + 1
+         WHERE key = $1 RETURNING inside, runs`,
+        [key],
+      );
+      const inside = Number(rows[0].inside);
+      if (inside > max) max = inside;
+      await client.query('SELECT pg_sleep(0)'); // a real round trip while holding
+      await client.query('UPDATE fleet SET inside = inside - 1 WHERE key = $1', [key]);
+      return [Number(rows[0].runs), token];
+    } finally {
+      client.release();
+    }
+  },
+  (error) => `${error?.name}: ${error?.message}${error?.cause ? ` (cause: ${error.cause.message})` : ''}`,
+);
 
 await store.close();
 await pool.end();

@@ -11,11 +11,11 @@
 // counter (the order of critical sections across the fleet), PING (a real yield to the
 // event loop while holding), DECR the counter.
 
-import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { createClient } from 'redis';
 import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
+import { executeTimes, readyThenGo } from './fleet.mjs';
 
 const [kind, portText, key, countText] = process.argv.slice(2);
 const port = Number(portText);
@@ -44,34 +44,23 @@ const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s'
 const counter = `fleet-counter:${key}`;
 const order = `fleet-order:${key}`;
 
-const lines = createInterface({ input: process.stdin });
-const go = new Promise((resolve) => lines.once('line', resolve));
-process.stdout.write(`${JSON.stringify({ ready: true, engine })}\n`);
-await go;
-lines.close();
+await readyThenGo({ engine });
 
 let max = 0;
-let completed = 0;
-const records = [];
-const errors = [];
-const started = performance.now();
-for (let i = 0; i < count; i++) {
-  try {
-    await pipeline.execute(async () => {
-      const token = getLockToken();
-      const inside = Number(await client.incr(counter));
-      if (inside > max) max = inside;
-      const position = Number(await client.incr(order));
-      await client.ping();
-      await client.decr(counter);
-      records.push([position, token]);
-    });
-    completed += 1;
-  } catch (error) {
-    errors.push(`${error?.name}: ${error?.message}`);
-  }
-}
-const elapsedMs = Math.round(performance.now() - started);
+const { completed, records, errors, elapsedMs } = await executeTimes(
+  count,
+  pipeline,
+  async () => {
+    const token = getLockToken();
+    const inside = Number(await client.incr(counter));
+    if (inside > max) max = inside;
+    const position = Number(await client.incr(order));
+    await client.ping();
+    await client.decr(counter);
+    return [position, token];
+  },
+  (error) => `${error?.name}: ${error?.message}`,
+);
 
 await store.close();
 close();
