@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
+import { CHROMIUM_ARGS } from './support/chromium.mjs';
 
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
 
@@ -161,16 +162,7 @@ test('browser-tab: two quick clicks in headless Chromium; the saves never overla
   const browser = await playwright.chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
   try {
     const page = await browser.newPage();

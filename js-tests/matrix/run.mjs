@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CHROMIUM_ARGS } from '../support/chromium.mjs';
 import { checkNames } from './scenario.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -24,17 +25,6 @@ const RUN_TIMEOUT_MS = 90_000;
 const EXIT_GRACE_MS = 5_000;
 const CONCURRENCY = 2;
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-// Chromium flags for a headless, hermetic run (shared/TOOLCHAIN.md).
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const bin = (...parts) => path.join(root, ...parts);
 const NODE22 = bin('js-tests', 'matrix', 'node22', 'node_modules', 'node', 'bin', 'node');
