@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
-import { createClient } from 'redis';
 import {
   engine,
   ResiliencePipelineBuilder,
@@ -21,6 +20,12 @@ import {
 import { RedisLockStore } from 'leasehold/redis';
 import { call, freePort, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
 import { within } from './support/async.mjs';
+import {
+  connectIoredis,
+  connectNodeRedis,
+  unreachableIoredis,
+  unreachableNodeRedis,
+} from './support/redis-clients.mjs';
 import { startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { deferred } from './support/time.mjs';
@@ -44,26 +49,8 @@ const ms = (x) => `${Math.round(x)} ms`;
 const KINDS = [
   {
     name: 'ioredis',
-    async connect(port) {
-      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    /** A client for a port where nothing listens, set up to fail fast. */
-    async unreachable(port) {
-      const client = new Redis({
-        host: '127.0.0.1',
-        port,
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        connectTimeout: 300,
-        retryStrategy: () => null,
-      });
-      client.on('error', noop);
-      return client;
-    },
+    connect: connectIoredis,
+    unreachable: unreachableIoredis,
     close(client) {
       // On a client that already gave up ('end'), ioredis's disconnect() arms a 2 s
       // timer for a stream that will never emit 'close' again: it would hold the exit.
@@ -72,21 +59,8 @@ const KINDS = [
   },
   {
     name: 'node-redis',
-    async connect(port) {
-      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    async unreachable(port) {
-      const client = createClient({
-        socket: { host: '127.0.0.1', port, connectTimeout: 300, reconnectStrategy: false },
-        disableOfflineQueue: true,
-      });
-      client.on('error', noop);
-      await assert.rejects(client.connect(), /ECONNREFUSED/);
-      return client;
-    },
+    connect: connectNodeRedis,
+    unreachable: unreachableNodeRedis,
     close(client) {
       try {
         client.destroy();

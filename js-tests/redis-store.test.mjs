@@ -16,6 +16,12 @@ import {
   waitFor,
 } from './support/redis.mjs';
 import { within } from './support/async.mjs';
+import {
+  connectIoredis,
+  connectNodeRedis,
+  unreachableIoredis,
+  unreachableNodeRedis,
+} from './support/redis-clients.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { deferred } from './support/time.mjs';
 
@@ -92,59 +98,28 @@ const AWKWARD_KEYS = [
 const KINDS = [
   {
     name: 'ioredis',
-    async connect(port) {
-      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
+    connect: connectIoredis,
     async connectCluster(nodes) {
       const client = new Redis.Cluster(nodes, { lazyConnect: true });
       client.on('error', noop);
       await client.connect();
       return client;
     },
-    /** A client for a port where nothing listens, set up to fail fast. */
-    async unreachable(port) {
-      const client = new Redis({
-        host: '127.0.0.1',
-        port,
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        connectTimeout: 300,
-        retryStrategy: () => null,
-      });
-      client.on('error', noop);
-      return client;
-    },
+    unreachable: unreachableIoredis,
     async close(client) {
       client.disconnect();
     },
   },
   {
     name: 'node-redis',
-    async connect(port) {
-      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
+    connect: connectNodeRedis,
     async connectCluster(nodes) {
       const client = createCluster({ rootNodes: nodes.map((n) => ({ socket: n })) });
       client.on('error', noop);
       await client.connect();
       return client;
     },
-    async unreachable(port) {
-      const client = createClient({
-        socket: { host: '127.0.0.1', port, connectTimeout: 300, reconnectStrategy: false },
-        disableOfflineQueue: true,
-      });
-      client.on('error', noop);
-      await assert.rejects(client.connect(), /ECONNREFUSED/);
-      return client;
-    },
+    unreachable: unreachableNodeRedis,
     async close(client) {
       try {
         client.destroy();

@@ -11,28 +11,22 @@
 // counter (the order of critical sections across the fleet), PING (a real yield to the
 // event loop while holding), DECR the counter.
 
-import Redis from 'ioredis';
-import { createClient } from 'redis';
 import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
 import { executeTimes, readyThenGo } from './fleet.mjs';
+import { connectIoredis, connectNodeRedis } from './redis-clients.mjs';
 
 const [kind, portText, key, countText] = process.argv.slice(2);
 const port = Number(portText);
 const count = Number(countText);
-const noop = () => {};
 
 async function connect() {
   if (kind === 'ioredis') {
-    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
-    client.on('error', noop);
-    await client.connect();
+    const client = await connectIoredis(port);
     return { client, close: () => client.disconnect() };
   }
   if (kind === 'node-redis') {
-    const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
-    client.on('error', noop);
-    await client.connect();
+    const client = await connectNodeRedis(port);
     return { client, close: () => client.destroy() };
   }
   throw new Error(`unknown client kind ${kind}`);

@@ -1,0 +1,52 @@
+// Redis clients for the tests, for both client libraries the store supports: connected
+// to a test server with a quick reconnect (every 50 ms), or aimed at a port where
+// nothing listens and set up to fail fast. Connection errors are swallowed on the
+// client ('error' events): the tests look at what the store's calls do.
+
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { createClient } from 'redis';
+
+const noop = () => {};
+
+/** An ioredis client connected to 127.0.0.1:`port`. */
+export async function connectIoredis(port) {
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
+  client.on('error', noop);
+  await client.connect();
+  return client;
+}
+
+/** An ioredis client for a port where nothing listens, set up to fail fast. */
+export async function unreachableIoredis(port) {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 300,
+    retryStrategy: () => null,
+  });
+  client.on('error', noop);
+  return client;
+}
+
+/** A node-redis client connected to 127.0.0.1:`port`. */
+export async function connectNodeRedis(port) {
+  const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: () => 50 } });
+  client.on('error', noop);
+  await client.connect();
+  return client;
+}
+
+/** A node-redis client for a port where nothing listens: its connect() was refused. */
+export async function unreachableNodeRedis(port) {
+  const client = createClient({
+    socket: { host: '127.0.0.1', port, connectTimeout: 300, reconnectStrategy: false },
+    disableOfflineQueue: true,
+  });
+  client.on('error', noop);
+  await assert.rejects(client.connect(), /ECONNREFUSED/);
+  return client;
+}
