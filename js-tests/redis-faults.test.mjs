@@ -22,6 +22,7 @@ import { call, startRedisServer, waitFor } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
 import { uniqueKey as unique } from './support/keys.mjs';
+import { onLines } from './support/lines.mjs';
 import { deferred } from './support/time.mjs';
 
 // Counted for the whole file: no fault here may leave a rejection unhandled.
@@ -116,17 +117,10 @@ function startHolder(args) {
   children.push(child);
   const messages = [];
   const watchers = new Set();
-  let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk.toString('utf8');
-    let nl;
-    while ((nl = stdout.indexOf('\n')) !== -1) {
-      const line = stdout.slice(0, nl);
-      stdout = stdout.slice(nl + 1);
-      messages.push({ ...JSON.parse(line), at: performance.now() });
-      for (const check of watchers) check();
-    }
+  onLines(child.stdout, (line) => {
+    messages.push({ ...JSON.parse(line), at: performance.now() });
+    for (const check of watchers) check();
   });
   child.stderr.on('data', (chunk) => {
     stderr += chunk.toString('utf8');

@@ -6,6 +6,7 @@
 
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { onLines } from './lines.mjs';
 import { deferred } from './time.mjs';
 
 const noop = () => {};
@@ -19,18 +20,11 @@ export function startFleetWorker(script, args, name) {
   const child = spawn(process.execPath, [script, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: process.env });
   const ready = deferred();
   const result = deferred();
-  let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk.toString('utf8');
-    let nl;
-    while ((nl = stdout.indexOf('\n')) !== -1) {
-      const line = stdout.slice(0, nl);
-      stdout = stdout.slice(nl + 1);
-      const message = JSON.parse(line);
-      if (message.ready) ready.resolve(message);
-      else result.resolve(message);
-    }
+  onLines(child.stdout, (line) => {
+    const message = JSON.parse(line);
+    if (message.ready) ready.resolve(message);
+    else result.resolve(message);
   });
   child.stderr.on('data', (chunk) => {
     stderr += chunk.toString('utf8');
