@@ -21,6 +21,8 @@ import { RedisLockStore } from 'leasehold/redis';
 import { call, freePort, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
 import { within } from './support/async.mjs';
 import {
+  closeIoredis,
+  closeNodeRedis,
   connectIoredis,
   connectNodeRedis,
   unreachableIoredis,
@@ -51,23 +53,13 @@ const KINDS = [
     name: 'ioredis',
     connect: connectIoredis,
     unreachable: unreachableIoredis,
-    close(client) {
-      // On a client that already gave up ('end'), ioredis's disconnect() arms a 2 s
-      // timer for a stream that will never emit 'close' again: it would hold the exit.
-      if (client.status !== 'end') client.disconnect();
-    },
+    close: closeIoredis,
   },
   {
     name: 'node-redis',
     connect: connectNodeRedis,
     unreachable: unreachableNodeRedis,
-    close(client) {
-      try {
-        client.destroy();
-      } catch {
-        // already closed
-      }
-    },
+    close: closeNodeRedis,
   },
 ];
 

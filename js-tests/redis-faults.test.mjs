@@ -23,6 +23,7 @@ import { startPostgres } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
 import { uniqueKey as unique } from './support/keys.mjs';
 import { onLines } from './support/lines.mjs';
+import { closeIoredis, closeNodeRedis } from './support/redis-clients.mjs';
 import { deferred } from './support/time.mjs';
 
 // Counted for the whole file: no fault here may leave a rejection unhandled.
@@ -52,9 +53,7 @@ const KINDS = {
       await client.connect();
       return client;
     },
-    close(client) {
-      if (client.status !== 'end') client.disconnect();
-    },
+    close: closeIoredis,
   },
   'node-redis': {
     name: 'node-redis',
@@ -64,13 +63,7 @@ const KINDS = {
       await client.connect();
       return client;
     },
-    close(client) {
-      try {
-        client.destroy();
-      } catch {
-        // already closed
-      }
-    },
+    close: closeNodeRedis,
   },
 };
 

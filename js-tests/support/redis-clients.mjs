@@ -1,7 +1,7 @@
 // Redis clients for the tests, for both client libraries the store supports: connected
 // to a test server with a quick reconnect (every 50 ms), or aimed at a port where
-// nothing listens and set up to fail fast. Connection errors are swallowed on the
-// client ('error' events): the tests look at what the store's calls do.
+// nothing listens and set up to fail fast; and closing them. Connection errors are
+// swallowed on the client ('error' events): the tests look at what the store's calls do.
 
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
@@ -49,4 +49,20 @@ export async function unreachableNodeRedis(port) {
   client.on('error', noop);
   await assert.rejects(client.connect(), /ECONNREFUSED/);
   return client;
+}
+
+/** Closes an ioredis client, unless it already gave up. */
+export function closeIoredis(client) {
+  // On a client that already gave up ('end'), ioredis's disconnect() arms a 2 s
+  // timer for a stream that will never emit 'close' again: it would hold the exit.
+  if (client.status !== 'end') client.disconnect();
+}
+
+/** Closes a node-redis client at once (nothing to flush), if it is not closed already. */
+export function closeNodeRedis(client) {
+  try {
+    client.destroy();
+  } catch {
+    // already closed
+  }
 }
