@@ -710,6 +710,20 @@ function createApi(binding, options) {
       this.locks = locks;
       this.telemetry = telemetry;
       this.options = telemetry ? 3 : 1;
+      // A single lock with a fixed key is defined in the engine once, on first use (not
+      // at build: workerd forbids the engine's random seed at module load), and then
+      // started by id: no key or options cross the boundary per execution.
+      this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
+    }
+
+    defineLock() {
+      const l = this.locks[0];
+      try {
+        this.definedLock = this.host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
+      } catch (error) {
+        throw fromEngine(error);
+      }
+      return this.definedLock;
     }
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
@@ -768,12 +782,17 @@ function createApi(binding, options) {
       const last = locks.length - 1;
       let status;
       try {
-        for (let i = 0; i < last; i++) {
-          const l = locks[i];
-          engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+        const defined = this.definedLock ?? this.defineLock();
+        if (defined >= 0) {
+          status = engine.startDefined(id, this.options, defined);
+        } else {
+          for (let i = 0; i < last; i++) {
+            const l = locks[i];
+            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+          }
+          const l = locks[last];
+          status = engine.start(id, this.options, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
         }
-        const l = locks[last];
-        status = engine.start(id, this.options, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
       } catch (error) {
         host.execs.delete(id);
         if (signal) signal.removeEventListener('abort', rec.onCallerAbort);

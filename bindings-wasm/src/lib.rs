@@ -133,6 +133,21 @@ impl WasmEngine {
         Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
     }
 
+    /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine keeps
+    /// no more; executions on it then start with `startDefined`.
+    #[wasm_bindgen(js_name = defineLock)]
+    pub fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<i32, JsValue> {
+        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
+        Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
+    }
+
+    /// `start` under one defined lock: the same status, with the token above it.
+    #[wasm_bindgen(js_name = startDefined)]
+    pub fn start_defined(&mut self, exec: u32, options: u32, lock: u32) -> Result<f64, JsValue> {
+        let started = self.inner.start_defined(exec, lock, host::exec_options(options)).map_err(to_js_error)?;
+        Ok(host::start_status(started, self.flags()))
+    }
+
     /// Adds an outer lock for the next `start`.
     #[wasm_bindgen(js_name = addLock)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), JsValue> {

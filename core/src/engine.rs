@@ -6,7 +6,7 @@
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
 use crate::clock::{Clock, FakeClock};
@@ -35,7 +35,7 @@ pub enum StoreRef {
 }
 
 /// One lock of an execution, validated.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockSpec {
     /// The store holding the lease.
     pub store: StoreRef,
@@ -346,6 +346,9 @@ pub struct Engine {
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
     requests: IdMap<u32, Request>,
+    /// Locks defined ahead by [`Engine::define_lock`], and their ids by value.
+    defined: Vec<LockSpec>,
+    defined_ids: HashMap<LockSpec, u32>,
     /// Abandoned acquires still kept (oldest first), so a late grant can be released.
     abandoned: VecDeque<u32>,
     next_request: u32,
@@ -369,6 +372,10 @@ impl fmt::Debug for Engine {
     }
 }
 
+/// How many locks an engine keeps defined ([`Engine::define_lock`]); beyond that, locks
+/// are passed whole with every start.
+pub const MAX_DEFINED_LOCKS: usize = 4096;
+
 /// How many abandoned acquires (whose late grant would be released) an engine keeps.
 const MAX_ABANDONED_ACQUIRES: usize = 1024;
 
@@ -388,6 +395,8 @@ impl Engine {
             queues: WaitQueues::default(),
             requests: IdMap::default(),
             abandoned: VecDeque::new(),
+            defined: Vec::new(),
+            defined_ids: HashMap::new(),
             next_request: 0,
             timers: TimerQueue::default(),
             effects: VecDeque::new(),
@@ -533,15 +542,7 @@ impl Engine {
             return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
         }
         for spec in &locks {
-            if spec.key.is_empty() {
-                return Err(ArgError::type_error("key", "key must be a non-empty string, got ''".into()).into());
-            }
-            if spec.ttl == 0 {
-                return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
-            }
-            if let StoreRef::Memory(id) = spec.store {
-                self.memory_store(id)?;
-            }
+            self.check_spec(spec)?;
         }
         let layers = locks
             .into_iter()
@@ -564,6 +565,51 @@ impl Engine {
             return Ok(Start::Running { token });
         }
         Ok(Start::Pending)
+    }
+
+    /// Defines a lock once, so that executions on it pass only its id
+    /// ([`Engine::start_defined`]) instead of its key and options every time. Defining
+    /// the same lock again gives the same id. `None` once [`MAX_DEFINED_LOCKS`] are
+    /// defined: pass the lock to [`Engine::start`] then.
+    ///
+    /// # Errors
+    /// The argument errors of [`Engine::start`].
+    pub fn define_lock(&mut self, spec: LockSpec) -> Result<Option<u32>, LockError> {
+        self.check_spec(&spec)?;
+        if let Some(&id) = self.defined_ids.get(&spec) {
+            return Ok(Some(id));
+        }
+        if self.defined.len() >= MAX_DEFINED_LOCKS {
+            return Ok(None);
+        }
+        let id = self.defined.len() as u32;
+        self.defined.push(spec.clone());
+        self.defined_ids.insert(spec, id);
+        Ok(Some(id))
+    }
+
+    /// [`Engine::start`] under one lock defined by [`Engine::define_lock`].
+    ///
+    /// # Errors
+    /// An argument error for an unknown lock id, and those of [`Engine::start`].
+    pub fn start_defined(&mut self, exec: u32, lock: u32, options: ExecOptions) -> Result<Start, LockError> {
+        let Some(spec) = self.defined.get(lock as usize).cloned() else {
+            return Err(ArgError::range("lock", format!("lock {lock} is not defined")).into());
+        };
+        self.start(exec, vec![spec], options)
+    }
+
+    fn check_spec(&mut self, spec: &LockSpec) -> Result<(), LockError> {
+        if spec.key.is_empty() {
+            return Err(ArgError::type_error("key", "key must be a non-empty string, got ''".into()).into());
+        }
+        if spec.ttl == 0 {
+            return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
+        }
+        if let StoreRef::Memory(id) = spec.store {
+            self.memory_store(id)?;
+        }
+        Ok(())
     }
 
     /// The callback of `exec` settled (`ok`: it succeeded), or a manual lease is

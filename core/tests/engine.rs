@@ -807,3 +807,19 @@ fn abandoned_acquires_are_bounded() {
     assert_eq!(e.live_executions(), 0);
     assert!(e.open_requests() <= 1_024, "{}", e.open_requests());
 }
+
+#[test]
+fn defined_locks_start_by_id_are_deduplicated_and_bounded() {
+    let mut e = engine();
+    let a = e.define_lock(lock(MEM, "k", 30_000, Some(0))).unwrap().unwrap();
+    assert_eq!(e.define_lock(lock(MEM, "k", 30_000, Some(0))).unwrap(), Some(a), "same lock, same id");
+    assert!(e.define_lock(lock(MEM, "", 30_000, None)).is_err(), "validated like start");
+    assert!(matches!(e.start_defined(1, a, ExecOptions::default()).unwrap(), Start::Running { .. }));
+    assert_eq!(e.start_defined(2, a, ExecOptions::default()).unwrap(), Start::Pending, "the same key: held");
+    assert!(matches!(settled(&drain(&mut e), 2), Some(Outcome::Error(LockError::NotAcquired { .. }))));
+    assert!(e.start_defined(3, 999, ExecOptions::default()).is_err());
+    for i in 1..leasehold_core::MAX_DEFINED_LOCKS {
+        assert!(e.define_lock(lock(MEM, &format!("k{i}"), 1_000, None)).unwrap().is_some());
+    }
+    assert_eq!(e.define_lock(lock(MEM, "one too many", 1_000, None)).unwrap(), None);
+}
