@@ -90,11 +90,14 @@ impl MemoryStore {
 
     /// Deletes `owner`'s lease on `key`. True when a live lease of that owner ended
     /// (false after a lapse or a takeover; someone else's lease is never touched).
+    ///
+    /// The entry stays, lapsed, so that the next lease on a hot key reuses its memory;
+    /// sweeps remove lapsed entries like any other.
     pub fn release(&mut self, key: &str, owner: &str, now: Millis) -> bool {
-        match self.leases.get(key) {
+        match self.leases.get_mut(key) {
             Some(lease) if lease.owner == owner => {
                 let was_live = lease.expires_at > now;
-                self.leases.remove(key);
+                lease.expires_at = 0;
                 was_live
             }
             _ => false,
@@ -168,6 +171,22 @@ mod tests {
             assert!(store.entries() <= 2 * 10 + MIN_SWEEP + 1, "{} entries at {i}", store.entries());
         }
         assert_eq!(store.try_acquire("fresh", "a", 10, 200_000), TryAcquire::Acquired(100_001));
+    }
+
+    #[test]
+    fn released_entries_are_reused_for_a_hot_key_and_swept_for_cold_ones() {
+        let mut store = MemoryStore::default();
+        for round in 0..1_000 {
+            assert!(matches!(store.try_acquire("hot", "a", 100, round), TryAcquire::Acquired(_)));
+            assert!(store.release("hot", "a", round));
+        }
+        assert_eq!(store.entries(), 1, "one entry, reused");
+        for i in 0..10_000u64 {
+            let key = format!("cold-{i}");
+            assert!(matches!(store.try_acquire(&key, "a", 100, 0), TryAcquire::Acquired(_)));
+            assert!(store.release(&key, "a", 0));
+            assert!(store.entries() <= MIN_SWEEP + 1, "{} entries after {i}", store.entries());
+        }
     }
 
     #[test]
