@@ -342,7 +342,8 @@ pub struct Engine {
     clock: Box<dyn Clock>,
     fake: Option<FakeClock>,
     owners: OwnerIds,
-    memory: Vec<Option<MemoryStore>>,
+    /// Memory stores, by id (they live as long as the engine; ids are checked at start).
+    memory: Vec<MemoryStore>,
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
     requests: IdMap<u32, Request>,
@@ -390,7 +391,7 @@ impl Engine {
             clock,
             fake: None,
             owners: OwnerIds::new(seed),
-            memory: vec![Some(MemoryStore::default())],
+            memory: vec![MemoryStore::default()],
             execs: IdMap::default(),
             queues: WaitQueues::default(),
             requests: IdMap::default(),
@@ -433,12 +434,12 @@ impl Engine {
 
     /// Adds a memory store and returns its id.
     pub fn create_memory_store(&mut self) -> u32 {
-        self.memory.push(Some(MemoryStore::default()));
+        self.memory.push(MemoryStore::default());
         (self.memory.len() - 1) as u32
     }
 
     fn memory_store(&mut self, id: u32) -> Result<&mut MemoryStore, LockError> {
-        self.memory.get_mut(id as usize).and_then(Option::as_mut).ok_or_else(|| {
+        self.memory.get_mut(id as usize).ok_or_else(|| {
             ArgError::type_error("store", format!("store must be a live memory store, got id {id}")).into()
         })
     }
@@ -507,7 +508,7 @@ impl Engine {
         let now = self.time;
         let reference = StoreRef::Memory(store);
         let queues = &self.queues;
-        let mem = self.memory.get(store as usize).and_then(Option::as_ref).ok_or_else(|| {
+        let mem = self.memory.get(store as usize).ok_or_else(|| {
             LockError::from(ArgError::type_error("store", format!("store must be a live memory store, got id {store}")))
         })?;
         let held = mem.live_keys(now).count();
@@ -898,12 +899,9 @@ impl Engine {
         match store {
             StoreRef::Memory(id) => {
                 let l = &self.execs[&exec].layers[layer as usize];
-                let result = match self.memory[id as usize].as_mut() {
-                    Some(mem) => match mem.try_acquire(&l.spec.key, &l.owner, ttl, now) {
-                        TryAcquire::Acquired(token) => TryResult::Granted(token),
-                        TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
-                    },
-                    None => TryResult::Failed(StoreFailure::BadAnswer("the memory store was dropped".into())),
+                let result = match self.memory[id as usize].try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                    TryAcquire::Acquired(token) => TryResult::Granted(token),
+                    TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
                 };
                 self.on_try(exec, layer, now, result);
             }
@@ -1002,7 +1000,7 @@ impl Engine {
                 HeadLeft::Acquired => {
                     let now = self.time;
                     let until = match store {
-                        StoreRef::Memory(id) => self.memory[id as usize].as_ref().and_then(|m| m.expires_at(key, now)),
+                        StoreRef::Memory(id) => self.memory[id as usize].expires_at(key, now),
                         StoreRef::External { .. } => None,
                     };
                     if let Some(a) = self.acquiring_mut(next, layer) {
@@ -1057,8 +1055,7 @@ impl Engine {
         match store {
             StoreRef::Memory(id) => {
                 let l = &self.execs[&exec].layers[layer as usize];
-                let renewed =
-                    self.memory[id as usize].as_mut().is_some_and(|m| m.renew(&l.spec.key, &l.owner, ttl, now));
+                let renewed = self.memory[id as usize].renew(&l.spec.key, &l.owner, ttl, now);
                 self.on_renew(exec, layer, now, ttl, Ok(renewed));
             }
             StoreRef::External { id, .. } => {
@@ -1237,7 +1234,7 @@ impl Engine {
         match l.spec.store {
             StoreRef::Memory(id) => {
                 let key = l.spec.key.clone();
-                let released = self.memory[id as usize].as_mut().is_some_and(|m| m.release(&key, &l.owner, now));
+                let released = self.memory[id as usize].release(&key, &l.owner, now);
                 if let Some(l) = self.layer_mut(exec, layer) {
                     l.released_as_owner = released && !after_loss;
                 }
