@@ -75,3 +75,31 @@ test('memory stays bounded by live leases, not by keys ever locked', async () =>
   assert.ok(host.engine.memEntries(1) < 20_000, `entries: ${host.engine.memEntries(1)}`);
   assert.equal(store.size, 1);
 });
+
+test('stores are held by their users only: dropped pipelines let their stores go', () => {
+  const script = `
+    import api, { ResiliencePipelineBuilder } from 'leasehold';
+    const internals = api[Symbol.for('leasehold.internals')];
+    const host = internals.hostOf(undefined);
+    const store = () => ({ acquire: async () => ({ fencingToken: 1 }), renew: async () => true, release: async () => true });
+    const kept = new ResiliencePipelineBuilder().addLock({ key: 'kept', store: store() }).build();
+    for (let i = 0; i < 2000; i++) {
+      await new ResiliencePipelineBuilder().addLock({ key: 'k' + i, store: store() }).build().execute(() => i);
+    }
+    for (let i = 0; i < 5 && host.stores.size > 10; i++) {
+      globalThis.gc();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    console.log('stores', host.stores.size, await kept.execute(() => 'kept works'));
+  `;
+  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  const [, size, works] = child.stdout.match(/stores (\d+) (.*)/) ?? [];
+  assert.ok(Number(size) <= 10, `stores still registered: ${size}`);
+  assert.equal(works, 'kept works');
+});

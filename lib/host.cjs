@@ -80,8 +80,12 @@ function createApi(binding, options) {
       this.startAt = start;
       this.fake = fake;
       this.execs = new Map();
+      // Stores by id, held weakly: whoever uses a store (a pipeline, a lease) holds it;
+      // once nothing does, its entry goes with it.
       this.stores = new Map();
       this.storeIds = new WeakMap();
+      this.storeGone =
+        typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.stores.delete(id)) : undefined;
       this.nextStoreId = 1;
       this.nextExec = 0;
       this.thrown = new Map();
@@ -276,13 +280,16 @@ function createApi(binding, options) {
       if (id === undefined) {
         id = this.nextStoreId++;
         this.storeIds.set(store, id);
-        this.stores.set(id, store);
+        this.stores.set(id, typeof WeakRef === 'function' ? new WeakRef(store) : { deref: () => store });
+        this.storeGone?.register(store, id);
       }
       return { kind: typeof store.subscribe === 'function' ? ANNOUNCING : POLLED, id };
     }
 
     callStore(fx) {
-      const store = this.stores.get(fx.store);
+      // Only a clean-up release can outlive every user of its store; it is then moot.
+      const store = this.stores.get(fx.store)?.deref();
+      if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined));
       let pending;
       try {
         if (fx.method === 'acquire') pending = store.acquire(fx.key, fx.owner, fx.ttl);
@@ -344,7 +351,8 @@ function createApi(binding, options) {
         }
         return;
       }
-      const store = this.stores.get(fx.store);
+      const store = this.stores.get(fx.store)?.deref();
+      if (store === undefined) return;
       const key = fx.key;
       const wake = () => this.guard(() => this.engine.released(ANNOUNCING, fx.store, key));
       try {
@@ -688,7 +696,8 @@ function createApi(binding, options) {
       target = store;
     }
     const { kind, id } = host.registerStore(target);
-    return { key, ttlMs, waitMs, kind, id, onLockLost, name: name ?? 'lock' };
+    // The lock keeps its store alive: the host only holds stores weakly.
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
   }
 
   function resolveKey(lock, context) {
@@ -873,6 +882,7 @@ function createApi(binding, options) {
       this.controller = undefined;
       this.abortReason = undefined;
       this.extends = [];
+      this.store = undefined;
       this.resolve = undefined;
       this.reject = undefined;
     }
@@ -1001,6 +1011,7 @@ function createApi(binding, options) {
       const { kind, id: storeId } = host.registerStore(store);
       const id = host.newExecId();
       const rec = new LeaseExecution(host, id, key, signal);
+      rec.store = store; // held while the lease lives: the host holds stores weakly
       rec.resolve = resolve;
       rec.reject = reject;
       if (signal) {
