@@ -9,6 +9,7 @@ import {
   LockStoreError,
   LockNotAcquiredError,
   MemoryLockStore,
+  acquireLock,
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
@@ -265,5 +266,37 @@ describe('races and odd values', () => {
     const clock = new FakeTimeProvider();
     const p = pipelineOn(clock, { key: (ctx) => `k:${ctx.signal.aborted}:${ctx.operationKey}` });
     assert.equal(await p.execute((ctx) => ctx.operationKey, { operationKey: 'x' }), 'x');
+  });
+});
+
+describe('stores that break the host’s assumptions', () => {
+  test('a store whose promise has a broken then: LockStoreError, and the engine keeps working', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock, {
+      acquire: () => {
+        const p = Promise.resolve({ fencingToken: 1 });
+        p.then = 5;
+        return p;
+      },
+    });
+    const error = await pipelineOn(clock, { key: 'k', store }).execute(() => 'never').catch((e) => e);
+    assert.ok(error instanceof LockStoreError, String(error));
+    assert.equal(await pipelineOn(clock, { key: 'other' }).execute(() => 'still fine'), 'still fine');
+  });
+
+  test('extend() with a renew that throws synchronously answers false, and the next extend answers too', async () => {
+    const clock = new FakeTimeProvider();
+    let throwing = true;
+    const store = recordingStore(clock, {
+      renew: (...a) => {
+        if (throwing) throw new Error('sync renew');
+        return store.base.renew(...a);
+      },
+    });
+    const lease = await acquireLock(store, 'k', 3000, { timeProvider: clock });
+    assert.equal(await lease.extend(), false);
+    throwing = false;
+    assert.equal(await lease.extend(), true);
+    assert.equal(await lease.release(), true);
   });
 });

@@ -103,3 +103,64 @@ test('stores are held by their users only: dropped pipelines let their stores go
   assert.ok(Number(size) <= 10, `stores still registered: ${size}`);
   assert.equal(works, 'kept works');
 });
+
+test('a late grant is released even when nothing else holds its store any more', () => {
+  // A store facade whose acquire promise does not refer back to the store; the caller
+  // gives up while the acquire is in flight, drops everything, and the grant comes late.
+  const script = `
+    import { ResiliencePipelineBuilder, FakeTimeProvider } from 'leasehold';
+    const tick = () => new Promise((r) => setTimeout(r, 0));
+    const released = [];
+    const pending = [];
+    async function attempt() {
+      const store = {
+        acquire: (key, owner) => new Promise((resolve) => pending.push({ resolve, owner })),
+        renew: () => Promise.resolve(true),
+        release: (key, owner) => (released.push(owner), Promise.resolve(true)),
+      };
+      const pipeline = new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() })
+        .addLock({ key: 'k', store })
+        .build();
+      const controller = new AbortController();
+      const run = pipeline.execute(() => 'ran', { signal: controller.signal }).catch((e) => e.message);
+      await tick();
+      controller.abort(new Error('gave up'));
+      return run;
+    }
+    const outcome = await attempt();
+    for (let i = 0; i < 5; i++) { await tick(); globalThis.gc(); }
+    const late = pending.shift();
+    late.resolve({ fencingToken: 7 });
+    for (let i = 0; i < 3; i++) await tick();
+    console.log(JSON.stringify({ outcome, released: released.length, owner: released[0] === late.owner }));
+  `;
+  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.deepEqual(JSON.parse(child.stdout), { outcome: 'gave up', released: 1, owner: true });
+});
+
+test('an engine that fails where no caller can be told is retired: its executions reject, later ones too', async () => {
+  const clock = new FakeTimeProvider();
+  const host = internals.hostOf(clock);
+  const store = { acquire: async () => ({ fencingToken: 1 }), renew: async () => true, release: async () => true };
+  const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', store }).build();
+  const holding = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'held' }).build();
+  let release;
+  const running = holding.execute(() => new Promise((r) => (release = r)));
+  // Force a failure inside the engine call that handles a store's answer.
+  host.engine.answerAcquire = () => {
+    throw new Error('forced engine failure');
+  };
+  const failed = await pipeline.execute(() => 'never').catch((e) => e);
+  assert.equal(failed.code, 'LEASEHOLD_ENGINE_FAILURE');
+  assert.equal((await running.catch((e) => e)).code, 'LEASEHOLD_ENGINE_FAILURE', 'the running execution is told');
+  release();
+  assert.equal((await holding.execute(() => 'x').catch((e) => e)).code, 'LEASEHOLD_ENGINE_FAILURE');
+  // Other engines are untouched.
+  assert.equal(await new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'k' }).build().execute(() => 'fine'), 'fine');
+});

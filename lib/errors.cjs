@@ -43,6 +43,10 @@ function isRejection(error) {
 /** An error thrown by an engine call (argument errors, a caught panic) as JS users expect it. */
 function fromEngine(error) {
   if (!error || typeof error !== 'object') return new Error(String(error));
+  // Already converted (an error passed through twice).
+  if (error.code === 'LEASEHOLD_ENGINE_FAILURE' || error instanceof TypeError || error instanceof RangeError) {
+    return error;
+  }
   switch (error.code) {
     case 'ERR_INVALID_ARG_TYPE': {
       const e = new TypeError(error.message);

@@ -92,6 +92,7 @@ function createApi(binding, options) {
       this.watchers = new Map();
       this.draining = false;
       this.more = false;
+      this.dead = undefined;
       this.timer = undefined;
       this.wantRef = false;
       this.unrefPending = false;
@@ -127,7 +128,8 @@ function createApi(binding, options) {
 
     /** Handles the host part of a status word; returns the call's own result bits. */
     status(status) {
-      if (status & 0xf0) this.housekeep(status);
+      // A retired engine arms no timer and applies no effect any more.
+      if (status & 0xf0 && !this.dead) this.housekeep(status);
       return status & 0x0f;
     }
 
@@ -174,14 +176,28 @@ function createApi(binding, options) {
      * engine failure: it rejects the executions of this engine instead of crashing.
      */
     guard(fn) {
+      if (this.dead) return undefined;
+      let status;
       try {
-        return this.call(fn);
+        status = fn();
       } catch (error) {
-        const failure = fromEngine(error);
-        for (const rec of [...this.execs.values()]) rec.fail(failure);
-        this.execs.clear();
+        this.die(fromEngine(error));
         return undefined;
       }
+      return this.status(status);
+    }
+
+    /**
+     * The engine failed (a caught panic, a wasm trap) where no caller could be told: its
+     * state is unknown, so it is treated as dead. Its timer stops, its executions
+     * reject, and later executions on it reject at once.
+     */
+    die(failure) {
+      this.dead = failure;
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+      for (const rec of [...this.execs.values()]) rec.fail(failure);
+      this.execs.clear();
     }
 
     /** Calls the engine; a failure of the engine itself (a caught panic) is re-thrown as an Error. */
@@ -202,6 +218,7 @@ function createApi(binding, options) {
         return;
       }
       this.draining = true;
+      let failure;
       try {
         do {
           this.more = false;
@@ -209,13 +226,21 @@ function createApi(binding, options) {
           // numbers per effect; text only when the header says there is some.
           const numbers = this.engine.takeEffects();
           const strings = numbers[0] > 0 ? this.engine.takeStrings() : NO_STRINGS;
-          for (let i = 1; i < numbers.length; i += EFFECT_WIDTH) this.apply(numbers, i, strings);
+          for (let i = 1; i < numbers.length; i += EFFECT_WIDTH) {
+            // One effect's failure must not drop the rest of the batch.
+            try {
+              this.apply(numbers, i, strings);
+            } catch (error) {
+              failure ??= { error };
+            }
+          }
         } while (this.more);
       } finally {
         this.draining = false;
         // Thrown store errors are kept until the effects that may cite them as a cause are done.
         this.thrown.clear();
       }
+      if (failure) throw failure.error;
     }
 
     apply(n, i, strings) {
@@ -290,19 +315,21 @@ function createApi(binding, options) {
       // Only a clean-up release can outlive every user of its store; it is then moot.
       const store = this.stores.get(fx.store)?.deref();
       if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined));
-      let pending;
+      // The request holds its store until answered, so a late grant can still be
+      // released through it after every user of the store is gone.
+      fx.target = store;
       try {
+        let pending;
         if (fx.method === 'acquire') pending = store.acquire(fx.key, fx.owner, fx.ttl);
         else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
         else pending = store.release(fx.key, fx.owner);
+        Promise.resolve(pending).then(
+          (value) => this.answer(fx, value),
+          (error) => this.failed(fx, error),
+        );
       } catch (error) {
         this.failed(fx, error);
-        return;
       }
-      Promise.resolve(pending).then(
-        (value) => this.answer(fx, value),
-        (error) => this.failed(fx, error),
-      );
     }
 
     answer(fx, value) {
@@ -769,6 +796,7 @@ function createApi(binding, options) {
       }
       if (signal?.aborted) throw signal.reason;
       const host = this.host;
+      if (host.dead) throw host.dead;
       const id = host.newExecId();
       const locks = this.locks;
       const context = new ResilienceContext(undefined, operationKey);
@@ -955,10 +983,14 @@ function createApi(binding, options) {
         }
         if (this.released) return resolve(false);
         const host = this.host;
+        // Waiting before the call: the answer may come inside it (a store that throws
+        // synchronously is answered while the engine call is still draining).
+        this.extends.push(resolve);
         const status = host.call(() => host.engine.extend(this.id, ttlMs));
-        if (status === EXTENDED) resolve(true);
-        else if (status === NOT_EXTENDED) resolve(false);
-        else this.extends.push(resolve);
+        if (status === EXTENDED || status === NOT_EXTENDED) {
+          this.extends.splice(this.extends.indexOf(resolve), 1);
+          resolve(status === EXTENDED);
+        }
       });
     }
 
@@ -1007,6 +1039,7 @@ function createApi(binding, options) {
       }
       if (typeof autoRenew !== 'boolean') throw new TypeError(`autoRenew must be a boolean, got ${describe(autoRenew)}`);
       const host = store instanceof MemoryLockStore ? store[HOST] : hostOf(timeProvider, 'timeProvider');
+      if (host.dead) throw host.dead;
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);
       const id = host.newExecId();
@@ -1069,7 +1102,10 @@ function createApi(binding, options) {
       throw new TypeError(`options must be an object, got ${describe(lockOptions)}`);
     }
     const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
-    return new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
+    // Built for one call (the helper) or one method: not worth a defined lock each time.
+    pipeline.definedLock = -1;
+    return pipeline;
   }
 
   function executeOptions(options) {

@@ -121,8 +121,8 @@ fn decimal(text: &str) -> Option<(u128, bool)> {
 ///
 /// Integer arithmetic only: float formatting would add a fifth to the wasm module.
 fn show(ms: f64) -> String {
-    let sign = if ms < 0.0 { "-" } else { "" };
     let abs = ms.abs();
+    let sign = if ms < 0.0 && (abs * 1000.0).round() >= 1.0 { "-" } else { "" };
     if abs.is_infinite() {
         format!("{sign}Infinity")
     } else if abs >= 1e15 {
