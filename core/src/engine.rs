@@ -377,7 +377,8 @@ impl fmt::Debug for Engine {
 /// are passed whole with every start.
 pub const MAX_DEFINED_LOCKS: usize = 4096;
 
-/// How many abandoned acquires (whose late grant would be released) an engine keeps.
+/// How many abandoned requests (acquires whose late grant would be released, and the
+/// releases of such grants) an engine keeps waiting for an answer.
 const MAX_ABANDONED_ACQUIRES: usize = 1024;
 
 /// The default memory store every engine starts with.
@@ -1282,6 +1283,8 @@ impl Engine {
         let request = self.next_request_id();
         let origin = Origin::Abandoned { late_grant: None };
         self.requests.insert(request, Request { origin, method: StoreMethod::Release, sent_at: now, ttl: 0 });
+        // Nobody waits for this release either: it counts against the same bound.
+        self.remember_abandoned(request);
         self.effects.push_back(Effect::StoreCall {
             request,
             exec: 0,
@@ -1314,6 +1317,11 @@ impl Engine {
         if let Some(req) = self.requests.get_mut(&request) {
             req.origin = Origin::Abandoned { late_grant };
         }
+        self.remember_abandoned(request);
+    }
+
+    /// Keeps an abandoned request until answered, forgetting the oldest beyond the bound.
+    fn remember_abandoned(&mut self, request: u32) {
         self.abandoned.push_back(request);
         while self.abandoned.len() > MAX_ABANDONED_ACQUIRES {
             if let Some(oldest) = self.abandoned.pop_front() {
