@@ -270,10 +270,10 @@ impl NativeEngine {
     /// Every pending effect, flat (`host::take_flat_effects`); `takeStrings()` then
     /// gives the text they point to, when the header says there is some.
     #[napi(catch_unwind)]
-    pub fn take_effects(&mut self) -> Float64Array {
+    pub fn take_effects(&mut self) -> Vec<f64> {
         let mut numbers = Vec::new();
         host::take_flat_effects(&mut self.inner, &mut numbers, &mut self.strings);
-        Float64Array::new(numbers)
+        numbers
     }
 
     #[napi(catch_unwind)]

@@ -105,8 +105,10 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 
 /// Effects in flat form, the way both bindings hand them to JavaScript: one array of
 /// numbers (a header, then [`EFFECT_WIDTH`] numbers per effect) and, only when an effect
-/// carries text, an array of strings the numbers point into. Building one typed array
-/// costs far less than building an object per effect.
+/// carries text, an array of strings the numbers point into. Building one array of numbers
+/// costs far less than building an object per effect. (The Node addon hands over a plain
+/// array: for a handful of numbers it is cheaper, and lighter on the collector, than a
+/// typed array with its own backing store; wasm-bindgen hands over a `Float64Array`.)
 ///
 /// Header: `numbers[0]` is how many strings there are. Then per effect:
 /// `[kind, exec, layer, request, store, a, b, c]`, by kind:
