@@ -39,7 +39,7 @@ impl Clock for MonotonicClock {
 #[derive(Debug)]
 pub struct NativeEngine {
     inner: Engine,
-    outer_locks: Vec<leasehold_core::LockSpec>,
+    outer_locks: host::PendingLocks,
     arm_at: f64,
     strings: Vec<String>,
 }
@@ -60,7 +60,7 @@ impl NativeEngine {
         } else {
             Engine::new(Box::new(MonotonicClock(Instant::now())), bytes)
         };
-        Ok(NativeEngine { inner, outer_locks: Vec::new(), arm_at: 0.0, strings: Vec::new() })
+        Ok(NativeEngine { inner, outer_locks: host::PendingLocks::default(), arm_at: 0.0, strings: Vec::new() })
     }
 
     fn flags(&mut self) -> u32 {
@@ -138,17 +138,7 @@ impl NativeEngine {
     /// Adds an outer lock for the next `start`.
     #[napi(catch_unwind)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {
-        match host::lock_spec(kind, store, key, ttl, wait) {
-            Ok(spec) => {
-                self.outer_locks.push(spec);
-                Ok(())
-            }
-            Err(err) => {
-                // A pipeline whose locks failed to convert starts nothing: forget them all.
-                self.outer_locks.clear();
-                Err(to_js_error(err))
-            }
-        }
+        self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
@@ -166,10 +156,8 @@ impl NativeEngine {
         ttl: f64,
         wait: f64,
     ) -> Result<f64, Code> {
-        let mut locks = std::mem::take(&mut self.outer_locks);
-        locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
-        let options = host::exec_options(options);
-        let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
+        let started =
+            self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
         Ok(host::start_status(started, self.flags()))
     }
 
@@ -249,8 +237,7 @@ impl NativeEngine {
 
     #[napi(catch_unwind)]
     pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, Code> {
-        let spec = host::lock_spec(kind, store, key, 1.0, 0.0).map_err(to_js_error)?;
-        self.inner.released(spec.store, &spec.key);
+        self.inner.released(host::store_ref(kind, store).map_err(to_js_error)?, &key);
         Ok(self.flags())
     }
 

@@ -46,7 +46,7 @@ impl Clock for PerformanceClock {
 #[derive(Debug)]
 pub struct WasmEngine {
     inner: Engine,
-    outer_locks: Vec<leasehold_core::LockSpec>,
+    outer_locks: host::PendingLocks,
     arm_at: f64,
     strings: Vec<String>,
 }
@@ -65,7 +65,7 @@ impl WasmEngine {
         } else {
             Engine::new(Box::new(PerformanceClock(performance_now())), bytes)
         };
-        Ok(WasmEngine { inner, outer_locks: Vec::new(), arm_at: 0.0, strings: Vec::new() })
+        Ok(WasmEngine { inner, outer_locks: host::PendingLocks::default(), arm_at: 0.0, strings: Vec::new() })
     }
 
     fn flags(&mut self) -> u32 {
@@ -151,17 +151,7 @@ impl WasmEngine {
     /// Adds an outer lock for the next `start`.
     #[wasm_bindgen(js_name = addLock)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), JsValue> {
-        match host::lock_spec(kind, store, key, ttl, wait) {
-            Ok(spec) => {
-                self.outer_locks.push(spec);
-                Ok(())
-            }
-            Err(err) => {
-                // A pipeline whose locks failed to convert starts nothing: forget them all.
-                self.outer_locks.clear();
-                Err(to_js_error(err))
-            }
-        }
+        self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
@@ -178,10 +168,8 @@ impl WasmEngine {
         ttl: f64,
         wait: f64,
     ) -> Result<f64, JsValue> {
-        let mut locks = std::mem::take(&mut self.outer_locks);
-        locks.push(host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?);
-        let options = host::exec_options(options);
-        let started = self.inner.start(exec, locks, options).map_err(to_js_error)?;
+        let started =
+            self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
         Ok(host::start_status(started, self.flags()))
     }
 
@@ -264,8 +252,7 @@ impl WasmEngine {
 
     /// A store announced that `key` was released.
     pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, JsValue> {
-        let spec = host::lock_spec(kind, store, key, 1.0, 0.0).map_err(to_js_error)?;
-        self.inner.released(spec.store, &spec.key);
+        self.inner.released(host::store_ref(kind, store).map_err(to_js_error)?, &key);
         Ok(self.flags())
     }
 

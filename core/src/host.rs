@@ -68,24 +68,81 @@ pub mod store_kind {
     pub const ANNOUNCING: u32 = 2;
 }
 
+/// A store reference from the host's kind and id.
+///
+/// # Errors
+/// An argument error for an unknown store kind.
+pub fn store_ref(kind: u32, store: u32) -> Result<StoreRef, LockError> {
+    Ok(match kind {
+        store_kind::MEMORY => StoreRef::Memory(store),
+        store_kind::POLLED => StoreRef::External { id: store, announces: false },
+        store_kind::ANNOUNCING => StoreRef::External { id: store, announces: true },
+        other => return Err(ArgError::type_error("store", format!("store kind {other} is unknown")).into()),
+    })
+}
+
 /// Builds a lock from host numbers. `wait` is milliseconds, or negative for "as long as
 /// it takes".
 ///
 /// # Errors
 /// An argument error for an unknown store kind, an empty key, or a ttl of zero.
 pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<LockSpec, LockError> {
-    let store = match kind {
-        store_kind::MEMORY => StoreRef::Memory(store),
-        store_kind::POLLED => StoreRef::External { id: store, announces: false },
-        store_kind::ANNOUNCING => StoreRef::External { id: store, announces: true },
-        other => return Err(ArgError::type_error("store", format!("store kind {other} is unknown")).into()),
-    };
+    let store = store_ref(kind, store)?;
     let ttl = duration::from_millis(ttl, "ttl")?;
     if ttl == 0 {
         return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
     }
     let wait = if wait < 0.0 { None } else { Some(duration::from_millis(wait, "wait")?) };
     Ok(LockSpec { store, key, ttl, wait })
+}
+
+/// The outer locks of an execution being started, which hosts pass one call at a time
+/// (`addLock` for each outer lock, then `start` with the innermost one).
+#[derive(Debug, Default)]
+pub struct PendingLocks {
+    outer: Vec<LockSpec>,
+}
+
+impl PendingLocks {
+    /// Adds an outer lock for the next [`PendingLocks::start`].
+    ///
+    /// # Errors
+    /// The argument errors of [`lock_spec`]; the locks added so far are then forgotten,
+    /// so a pipeline whose locks failed to convert starts nothing.
+    pub fn add(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), LockError> {
+        match lock_spec(kind, store, key, ttl, wait) {
+            Ok(spec) => {
+                self.outer.push(spec);
+                Ok(())
+            }
+            Err(err) => {
+                self.outer.clear();
+                Err(err)
+            }
+        }
+    }
+
+    /// Starts `exec` under the outer locks added so far plus this innermost one, with
+    /// host option bits ([`exec_options`]).
+    ///
+    /// # Errors
+    /// The argument errors of [`lock_spec`] and [`Engine::start`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &mut self,
+        engine: &mut Engine,
+        exec: u32,
+        options: u32,
+        kind: u32,
+        store: u32,
+        key: String,
+        ttl: f64,
+        wait: f64,
+    ) -> Result<crate::Start, LockError> {
+        let mut locks = std::mem::take(&mut self.outer);
+        locks.push(lock_spec(kind, store, key, ttl, wait)?);
+        engine.start(exec, locks, exec_options(options))
+    }
 }
 
 /// Validates a duration the host already knows is a number or a string. `Infinity` is
