@@ -241,6 +241,21 @@ impl NativeEngine {
         Ok(self.flags())
     }
 
+    /// A store that grants on release handed `key` to `owner`, `age` ms ago at most.
+    #[napi(catch_unwind)]
+    pub fn granted(
+        &mut self,
+        kind: u32,
+        store: u32,
+        key: String,
+        owner: String,
+        token: f64,
+        age: f64,
+    ) -> Result<u32, Code> {
+        let claimed = host::granted(&mut self.inner, kind, store, &key, &owner, token, age).map_err(to_js_error)?;
+        Ok(claimed | self.flags())
+    }
+
     #[napi(catch_unwind)]
     pub fn on_timer(&mut self) -> u32 {
         self.inner.on_host_timer();

@@ -256,6 +256,20 @@ impl WasmEngine {
         Ok(self.flags())
     }
 
+    /// A store that grants on release handed `key` to `owner`, `age` ms ago at most.
+    pub fn granted(
+        &mut self,
+        kind: u32,
+        store: u32,
+        key: String,
+        owner: String,
+        token: f64,
+        age: f64,
+    ) -> Result<u32, JsValue> {
+        let claimed = host::granted(&mut self.inner, kind, store, &key, &owner, token, age).map_err(to_js_error)?;
+        Ok(claimed | self.flags())
+    }
+
     /// The host timer fired.
     #[wasm_bindgen(js_name = onTimer)]
     pub fn on_timer(&mut self) -> u32 {

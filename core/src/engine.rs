@@ -24,14 +24,29 @@ use crate::Millis;
 pub enum StoreRef {
     /// A [`MemoryStore`] owned by this engine, answered inside the engine's calls.
     Memory(u32),
-    /// A store the host calls (a JavaScript object). `announces` says whether it tells
-    /// the engine about releases ([`Engine::released`]); stores that do not are polled.
+    /// A store the host calls (a JavaScript object). `wake` says how its waiters learn
+    /// that the key may be theirs.
     External {
         /// The host's id for the store.
         id: u32,
-        /// Whether the store announces releases.
-        announces: bool,
+        /// How waiters are woken.
+        wake: Wake,
     },
+}
+
+/// How the waiters of an external store learn that a key was released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wake {
+    /// They are not told: the first waiter polls with a backoff.
+    Poll,
+    /// The store announces each release ([`Engine::released`]); the first waiter tries
+    /// at once, and polls as a fallback.
+    Announce,
+    /// The store queues the waiters that asked for a held key and hands the lease to the
+    /// first of them in the release itself ([`Engine::granted`]): no try is needed
+    /// after a release. Each first waiter asks as soon as it becomes first, so that the
+    /// store queues it; polls keep it queued and are the fallback for a lost message.
+    Grant,
 }
 
 /// One lock of an execution, validated.
@@ -776,6 +791,67 @@ impl Engine {
         }
     }
 
+    /// A store that grants on release ([`Wake::Grant`]) handed the lease on `key` to
+    /// `owner` with fencing token `token`, at most `age` ms ago by this engine's clock.
+    /// Returns whether the grant was this engine's: for its first waiter on the key, or
+    /// for a lease it already holds. A grant it does not claim is left to the store,
+    /// which may have other listeners to offer it to, and releases it when nobody claims
+    /// it.
+    ///
+    /// The first waiter holds the lease from `age` ms ago, as if it had sent an acquire
+    /// then: the lease counts from that moment, and a try still in flight is forgotten
+    /// (its answer is this same lease, or "held"). A grant already too old to be worth
+    /// anything is released, and the waiter asks again.
+    pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Millis) -> bool {
+        self.tick();
+        let now = self.time;
+        let StoreRef::External { id, .. } = store else { return false };
+        if let Some(head) = self.queues.head(store, key) {
+            let layer = self.execs.get(&head).map_or(0, current_layer);
+            let ttl = match self.layer_mut(head, layer) {
+                Some(l) if l.owner == owner && matches!(l.state, LayerState::Acquiring(_)) => l.spec.ttl,
+                _ => 0,
+            };
+            if ttl > 0 {
+                let a = self.acquiring_mut(head, layer).expect("acquiring");
+                a.release_seen = false;
+                if let Some((request, _)) = a.in_flight.take() {
+                    self.requests.remove(&request);
+                }
+                let since = now.saturating_sub(age);
+                if since.saturating_add(ttl) <= now {
+                    self.release_unclaimed(id, key, owner);
+                    self.try_acquire(head, layer);
+                } else {
+                    self.on_try(head, layer, since, TryResult::Granted(token));
+                }
+                return true;
+            }
+        }
+        // Granted already by the owner's own try, whose answer came first.
+        self.execs.values().any(|e| {
+            e.layers.iter().any(|l| {
+                l.owner == owner
+                    && l.spec.store == store
+                    && l.spec.key == key
+                    && !matches!(l.state, LayerState::Idle | LayerState::Acquiring(_) | LayerState::Done)
+            })
+        })
+    }
+
+    /// Releases a lease granted too late to be of use (a clean-up call nobody waits
+    /// for, counted against the bound on abandoned requests).
+    fn release_unclaimed(&mut self, store: u32, key: &str, owner: &str) {
+        let grant = Box::new((store, key.to_owned(), owner.to_owned()));
+        let late = Request {
+            origin: Origin::Abandoned { late_grant: Some(grant) },
+            method: StoreMethod::Acquire,
+            sent_at: self.time,
+            ttl: 0,
+        };
+        self.release_late_grant(late);
+    }
+
     /// Runs every timer due at the clock's current time.
     pub fn run_due(&mut self) {
         self.tick();
@@ -996,6 +1072,13 @@ impl Engine {
         if let HeadChange::NewHead(next) = change {
             let layer = self.execs.get(&next).map_or(0, current_layer);
             match why {
+                // A granting store hands the lease only to waiters it has queued: the
+                // new head asks now, so that the store queues it behind the holder.
+                HeadLeft::Acquired if matches!(store, StoreRef::External { wake: Wake::Grant, .. }) => {
+                    if self.acquiring_mut(next, layer).is_some_and(|a| a.in_flight.is_none()) {
+                        self.try_acquire(next, layer);
+                    }
+                }
                 // The lock was just taken: the new head waits for the next release or
                 // poll, as the old head did.
                 HeadLeft::Acquired => {

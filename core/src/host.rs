@@ -3,7 +3,7 @@
 //! means the napi and wasm bindings only convert types.
 
 use crate::duration;
-use crate::engine::{Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef};
+use crate::engine::{Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::Millis;
 
@@ -28,6 +28,8 @@ pub mod status {
     pub const SETTLED_LOST: u32 = 4;
     /// `finish` of a manual lease: released, but it had lapsed or been taken over.
     pub const SETTLED_NOT_HELD: u32 = 5;
+    /// `granted`: the grant was for this engine's waiter (or a lease it holds).
+    pub const GRANT_CLAIMED: u32 = 1;
     /// `extend`: the lease was pushed out.
     pub const EXTENDED: u32 = 1;
     /// `extend`: the lease is gone (released, lost or lapsed) or the store refused.
@@ -66,6 +68,8 @@ pub mod store_kind {
     pub const POLLED: u32 = 1;
     /// A host store that announces releases.
     pub const ANNOUNCING: u32 = 2;
+    /// A host store that queues waiters and grants them the lease as it is released.
+    pub const GRANTING: u32 = 3;
 }
 
 /// A store reference from the host's kind and id.
@@ -75,11 +79,46 @@ pub mod store_kind {
 pub fn store_ref(kind: u32, store: u32) -> Result<StoreRef, LockError> {
     Ok(match kind {
         store_kind::MEMORY => StoreRef::Memory(store),
-        store_kind::POLLED => StoreRef::External { id: store, announces: false },
-        store_kind::ANNOUNCING => StoreRef::External { id: store, announces: true },
+        store_kind::POLLED => StoreRef::External { id: store, wake: Wake::Poll },
+        store_kind::ANNOUNCING => StoreRef::External { id: store, wake: Wake::Announce },
+        store_kind::GRANTING => StoreRef::External { id: store, wake: Wake::Grant },
         other => return Err(ArgError::type_error("store", format!("store kind {other} is unknown")).into()),
     })
 }
+
+/// Hands a store's grant ([`Engine::granted`]) to the engine, from host numbers, and
+/// returns [`status::GRANT_CLAIMED`] when the engine claimed it (else 0): the
+/// token must be a non-negative safe integer, the age a non-negative number of
+/// milliseconds (rounded up: the lease is taken to be older, never younger).
+///
+/// # Errors
+/// An argument error for an unknown store kind, a bad token or a bad age.
+pub fn granted(
+    engine: &mut Engine,
+    kind: u32,
+    store: u32,
+    key: &str,
+    owner: &str,
+    token: f64,
+    age: f64,
+) -> Result<u32, LockError> {
+    let store = store_ref(kind, store)?;
+    if !((0.0..=MAX_SAFE_INTEGER).contains(&token) && token.fract() == 0.0) {
+        return Err(ArgError::range(
+            "fencingToken",
+            "a grant's fencingToken must be a non-negative safe integer".into(),
+        )
+        .into());
+    }
+    if age.is_nan() || age < 0.0 {
+        return Err(ArgError::range("age", "a grant's age must be a non-negative number of milliseconds".into()).into());
+    }
+    let claimed = engine.granted(store, key, owner, token as u64, age.ceil().min(u64::MAX as f64) as Millis);
+    Ok(if claimed { status::GRANT_CLAIMED } else { 0 })
+}
+
+/// 2^53 - 1: the largest integer every JavaScript number holds exactly.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 /// Builds a lock from host numbers. `wait` is milliseconds, or negative for "as long as
 /// it takes".

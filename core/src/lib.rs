@@ -50,7 +50,7 @@ mod waiters;
 
 pub use clock::{Clock, FakeClock};
 pub use engine::{
-    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef,
+    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
     DEFAULT_MEMORY_STORE, MAX_DEFINED_LOCKS,
 };
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};

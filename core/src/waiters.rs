@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::{Effect, StoreRef};
+use crate::engine::{Effect, StoreRef, Wake};
 use crate::fast_hash::IdMap;
 
 /// What removing a waiter did to its queue.
@@ -23,7 +23,9 @@ pub(crate) struct WaitQueues {
 
 fn watch(store: StoreRef, key: &str, on: bool) -> Option<Effect> {
     match store {
-        StoreRef::External { id, announces: true } => Some(Effect::Watch { store: id, key: key.to_owned(), watch: on }),
+        StoreRef::External { id, wake: Wake::Announce | Wake::Grant } => {
+            Some(Effect::Watch { store: id, key: key.to_owned(), watch: on })
+        }
         _ => None,
     }
 }

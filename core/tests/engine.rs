@@ -2,11 +2,11 @@
 
 use leasehold_core::{
     Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, LockError, LockSpec, Millis, Outcome, Start,
-    StoreFailure, StoreMethod, StoreRef, DEFAULT_MEMORY_STORE,
+    StoreFailure, StoreMethod, StoreRef, Wake, DEFAULT_MEMORY_STORE,
 };
 
 const MEM: StoreRef = StoreRef::Memory(DEFAULT_MEMORY_STORE);
-const EXT: StoreRef = StoreRef::External { id: 7, announces: false };
+const EXT: StoreRef = StoreRef::External { id: 7, wake: Wake::Poll };
 
 fn engine() -> Engine {
     Engine::with_fake_clock(0, [42; 32])
@@ -469,7 +469,7 @@ fn tokens_increase_per_key_across_release_and_expiry() {
 fn nested_locks_acquire_outermost_first_release_innermost_first_and_expose_the_inner_token() {
     let mut e = engine();
     let outer = lock(EXT, "outer", 30_000, None);
-    let inner = lock(StoreRef::External { id: 8, announces: false }, "inner", 30_000, None);
+    let inner = lock(StoreRef::External { id: 8, wake: Wake::Poll }, "inner", 30_000, None);
     e.start(1, vec![outer, inner], ExecOptions::default()).unwrap();
     let first = drain(&mut e);
     assert!(matches!(&first[..], [Effect::StoreCall { store: 7, method: StoreMethod::Acquire, .. }]), "{first:?}");
@@ -563,7 +563,7 @@ fn start_rejects_bad_arguments_naming_them() {
 #[test]
 fn an_announcing_store_is_watched_while_it_has_waiters_and_wakes_the_first() {
     let mut e = engine();
-    let store = StoreRef::External { id: 3, announces: true };
+    let store = StoreRef::External { id: 3, wake: Wake::Announce };
     e.start(1, vec![lock(store, "k", 30_000, None)], ExecOptions::default()).unwrap();
     let a = only_call(&mut e, StoreMethod::Acquire);
     e.answer(a.request, Answer::Acquired(None));
@@ -578,6 +578,113 @@ fn an_announcing_store_is_watched_while_it_has_waiters_and_wakes_the_first() {
     let effects = drain(&mut e);
     assert!(ran(&effects, 1));
     assert!(effects.contains(&Effect::Watch { store: 3, key: "k".into(), watch: false }));
+}
+
+// ---- stores that grant on release -------------------------------------------------------
+
+const GRANTING: StoreRef = StoreRef::External { id: 4, wake: Wake::Grant };
+
+/// Starts `exec` on the granting store; its first try finds the key held.
+fn waiting_on_granting_store(e: &mut Engine, exec: u32, ttl: Millis, wait: Option<Millis>) -> Call {
+    e.start(exec, vec![lock(GRANTING, "k", ttl, wait)], ExecOptions::default()).unwrap();
+    let a = only_call(e, StoreMethod::Acquire);
+    e.answer(a.request, Answer::Acquired(None));
+    let effects = drain(e);
+    assert!(effects.contains(&Effect::Watch { store: 4, key: "k".into(), watch: true }) || exec != 1, "{effects:?}");
+    a
+}
+
+#[test]
+fn a_grant_runs_the_first_waiter_without_a_try_and_its_lease_counts_from_the_grant() {
+    let mut e = engine();
+    let a = waiting_on_granting_store(&mut e, 1, 3_000, None);
+    e.advance(20).unwrap();
+    assert!(drain(&mut e).is_empty(), "no poll before 50 ms");
+    assert!(e.granted(GRANTING, "k", &a.owner, 77, 5));
+    let (calls, effects) = split(&mut e);
+    assert!(calls.is_empty(), "no try after a grant: {calls:?}");
+    assert!(ran(&effects, 1));
+    assert_eq!(e.token(1), Some(77));
+    assert!(effects.contains(&Effect::Watch { store: 4, key: "k".into(), watch: false }));
+    // Granted 5 ms before the engine heard of it (at 20): renewed ttl/3 after 15.
+    e.advance(994).unwrap();
+    assert!(drain(&mut e).is_empty(), "not renewed before 1015");
+    e.advance(1).unwrap();
+    assert_eq!(only_call(&mut e, StoreMethod::Renew).owner, a.owner);
+}
+
+#[test]
+fn a_grant_crossing_a_try_in_flight_wins_and_the_try_is_ignored() {
+    let mut e = engine();
+    let first = waiting_on_granting_store(&mut e, 1, 3_000, None);
+    e.advance(50).unwrap();
+    let poll = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(poll.owner, first.owner);
+    e.granted(GRANTING, "k", &first.owner, 9, 0);
+    assert!(ran(&drain(&mut e), 1));
+    // The poll reached the store after the grant: the store says the lease is this
+    // owner's. Nothing may be released or tried because of it.
+    e.answer(poll.request, Answer::Acquired(Some(9)));
+    assert!(drain(&mut e).is_empty());
+    assert!(e.layer_held(1, 0));
+    // And a duplicate of the grant (the message after the try) is claimed and changes
+    // nothing either.
+    assert!(e.granted(GRANTING, "k", &first.owner, 9, 0));
+    assert!(drain(&mut e).is_empty());
+    assert!(e.layer_held(1, 0));
+}
+
+#[test]
+fn a_grant_to_a_waiter_that_gave_up_is_not_claimed() {
+    let mut e = engine();
+    let a = waiting_on_granting_store(&mut e, 1, 3_000, Some(100));
+    e.advance(100).unwrap();
+    let last = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(last.request, Answer::Acquired(None));
+    let effects = drain(&mut e);
+    assert!(matches!(settled(&effects, 1), Some(Outcome::Error(LockError::NotAcquired { .. }))), "{effects:?}");
+    assert!(!e.granted(GRANTING, "k", &a.owner, 12, 0), "not claimed: the store passes it on");
+    assert!(drain(&mut e).is_empty());
+}
+
+#[test]
+fn a_grant_older_than_its_ttl_is_released_and_the_waiter_asks_again() {
+    let mut e = Engine::with_fake_clock(10_000, [42; 32]);
+    let a = waiting_on_granting_store(&mut e, 1, 1_000, None);
+    e.granted(GRANTING, "k", &a.owner, 12, 1_000);
+    let (calls, effects) = split(&mut e);
+    assert!(!ran(&effects, 1));
+    let methods: Vec<_> = calls.iter().map(|c| (c.method, c.owner == a.owner)).collect();
+    assert_eq!(methods, vec![(StoreMethod::Release, true), (StoreMethod::Acquire, true)]);
+}
+
+#[test]
+fn a_grant_for_someone_else_is_not_claimed_and_runs_nobody() {
+    let mut e = engine();
+    waiting_on_granting_store(&mut e, 1, 3_000, None);
+    assert!(!e.granted(GRANTING, "k", "a-stranger", 12, 0));
+    assert!(drain(&mut e).is_empty(), "another listener's grant is none of this engine's business");
+    assert!(!e.layer_held(1, 0));
+}
+
+#[test]
+fn on_a_granting_store_the_next_waiter_asks_as_soon_as_it_is_first() {
+    let mut e = engine();
+    let a = waiting_on_granting_store(&mut e, 1, 3_000, None);
+    waiting_on_granting_store(&mut e, 2, 3_000, None);
+    e.advance(500).unwrap();
+    let polls = split(&mut e).0;
+    assert!(polls.iter().all(|c| c.owner == a.owner), "only the first waiter polls: {polls:?}");
+    for poll in polls {
+        e.answer(poll.request, Answer::Acquired(None));
+    }
+    drain(&mut e);
+    e.granted(GRANTING, "k", &a.owner, 12, 0);
+    let (calls, effects) = split(&mut e);
+    assert!(ran(&effects, 1));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].method, StoreMethod::Acquire);
+    assert_ne!(calls[0].owner, a.owner, "the second execution asks, to be queued by the store");
 }
 
 // ---- timers and the host -------------------------------------------------------------
@@ -689,7 +796,7 @@ fn extend_through_a_store_answers_with_an_effect_and_false_after_a_loss() {
 #[test]
 fn a_release_announced_while_a_try_is_in_flight_is_not_lost() {
     let mut e = engine();
-    let store = StoreRef::External { id: 3, announces: true };
+    let store = StoreRef::External { id: 3, wake: Wake::Announce };
     e.start(1, vec![lock(store, "k", 30_000, None)], ExecOptions::default()).unwrap();
     let first = only_call(&mut e, StoreMethod::Acquire);
     e.answer(first.request, Answer::Acquired(None));
