@@ -24,18 +24,45 @@ export interface ResilienceContext {
  * Lease storage. Every method must be atomic for its key. Fencing tokens must only ever
  * increase per key, across expiry and release.
  */
+/** A lease a store handed to a queued waiter as its holder released it. */
+export interface LockGrant {
+  /** The waiter's owner id, as it passed it to `acquire`. */
+  owner: string;
+  /** The new lease's fencing token. */
+  fencingToken: number;
+  /** At most how many milliseconds ago the lease began. */
+  age: number;
+}
+
 export interface LockStore {
-  /** No live lease: store `{ owner, expires: now + ttlMs }`, bump the key's token, return it. Else `undefined`. */
-  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  /**
+   * No live lease: store `{ owner, expires: now + ttlMs }`, bump the key's token, return it. Else `undefined`.
+   * `options.queue` (passed only to stores with `grantsOnRelease`): when the key is held, queue `owner`
+   * to be handed the lease by a release.
+   */
+  acquire(
+    key: string,
+    owner: string,
+    ttlMs: number,
+    options?: { queue?: boolean },
+  ): Promise<{ fencingToken: number } | undefined>;
   /** The live lease belongs to `owner`: push its expiry to now + ttlMs, return true. Else false. */
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Delete the lease only if it belongs to `owner`. */
   release(key: string, owner: string): Promise<unknown>;
   /**
-   * Optional: call `onReleased` when a lease on `key` ends, so waiters are woken at once
-   * instead of at their next poll. Returns a function that stops listening.
+   * Optional: call `onReleased()` when a lease on `key` ends, so waiters are woken at once
+   * instead of at their next poll. Returns a function that stops listening. A store with
+   * `grantsOnRelease` calls `onReleased(grant)` when a release handed the lease to an owner
+   * it queued; the listener returns true when it claims the grant, and a grant nobody
+   * claims should be released by the store.
    */
-  subscribe?(key: string, onReleased: () => void): () => void;
+  subscribe?(key: string, onReleased: (grant?: LockGrant) => boolean | void): () => void;
+  /**
+   * Optional: true when the store queues waiters (`acquire(..., { queue: true })`) and hands
+   * a released lease to the first of them, telling it through `subscribe`. Read once.
+   */
+  readonly grantsOnRelease?: boolean;
   /** Optional, advisory: whether `key` has a live lease. */
   isLocked?(key: string): Promise<boolean>;
   /** Optional, advisory: milliseconds left on the live lease, `undefined` when free. */

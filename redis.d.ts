@@ -60,6 +60,13 @@ export interface RedisLockStoreOptions {
    * @default 'lock'
    */
   prefix?: string;
+  /**
+   * Milliseconds a queued waiter may wait before a release hands the lease straight to it
+   * rather than freeing the key (which lets the releasing process take it again at once).
+   * 0: every release hands over, strictly in arrival order.
+   * @default 20
+   */
+  handOffAfter?: number;
 }
 
 /**
@@ -74,6 +81,13 @@ export interface RedisLockStoreOptions {
  *   acquire) and announced on the channel `${prefix}:{enc(k)}:released`, where `enc`
  *   percent-encodes `%`, `{`, `}` and lone surrogates: one hash slot per key, no two
  *   keys sharing a name.
+ * - Grant on release: an `acquire` with `{ queue: true }` that finds the key held queues
+ *   its owner (`${prefix}:{enc(k)}:queue` / `:waiters`, entries kept 3 s unless the owner
+ *   asks again). `release` hands the lease to the first queued owner still waiting (new
+ *   token, its own ttl) and tells its store on that store's channel
+ *   `${prefix}:grants:<random>`; the store offers the grant to its `subscribe` listeners
+ *   and releases it when none claims it. Without a live queued owner the lease is deleted
+ *   and the release announced on `${prefix}:{enc(k)}:released`.
  * - Redis and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
  * - Invalid arguments: `TypeError` (wrong type, empty string) or `RangeError`
@@ -88,9 +102,19 @@ export declare class RedisLockStore {
 
   /**
    * Takes the lease on `key` for `ttlMs` if no live lease exists; `undefined` when it is
-   * held (by anyone: locks are not reentrant).
+   * held (by anyone: locks are not reentrant). With `{ queue: true }` a held key queues
+   * `owner` for a grant on release (see above), and answers with the lease when a release
+   * has already granted it to `owner`.
    */
-  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  acquire(
+    key: string,
+    owner: string,
+    ttlMs: number,
+    options?: { queue?: boolean },
+  ): Promise<{ fencingToken: number } | undefined>;
+
+  /** True while the store can deliver grants: not closed, and the client can `duplicate()`. */
+  readonly grantsOnRelease: boolean;
 
   /** Resets the lease to `ttlMs` from now; `false` when the live lease is not `owner`'s. */
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
@@ -108,12 +132,17 @@ export declare class RedisLockStore {
   ttl(key: string): Promise<number | undefined>;
 
   /**
-   * Calls `onReleased` whenever a lease on `key` is released (not when it expires).
-   * Best effort: active about one round trip after the call; messages can be lost, so
-   * keep polling. Never throws for Redis reasons; a no-op after `close()`.
+   * Calls `onReleased()` whenever a lease on `key` is released to nobody (not when it
+   * expires), and `onReleased(grant)` when a release handed it to an owner this store
+   * queued; a listener claims a grant by returning true, and a grant no listener claims
+   * is released. Best effort: active about one round trip after the call; messages can
+   * be lost, so keep polling. Never throws for Redis reasons; a no-op after `close()`.
    * @returns a function that removes this listener (idempotent).
    */
-  subscribe(key: string, onReleased: () => void): () => void;
+  subscribe(
+    key: string,
+    onReleased: (grant?: { owner: string; fencingToken: number; age: number }) => boolean | void,
+  ): () => void;
 
   /** Closes the subscriber connection the store opened, if any. The client stays open. */
   close(): Promise<void>;

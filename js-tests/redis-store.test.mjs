@@ -32,11 +32,16 @@ import { deferred } from './support/time.mjs';
 /** The store's Redis name for a plain key (no `%`, `{`, `}`, lone surrogates). */
 const leaseName = (prefix, key) => `${prefix}:{${key}}`;
 
-/** Subscribers (summed over `ports`) on channels matching `pattern`. */
+/**
+ * Subscribers (summed over `ports`) on channels matching `pattern`. A store's own grant
+ * channel (`<prefix>:grants:<id>`, subscribed from its first `subscribe`) counts only
+ * when the pattern names it.
+ */
 async function subscriberCount(ports, pattern) {
   let n = 0;
   for (const port of ports) {
-    const channels = await call(port, ['PUBSUB', 'CHANNELS', pattern]);
+    let channels = await call(port, ['PUBSUB', 'CHANNELS', pattern]);
+    if (!pattern.includes(':grants:')) channels = channels.filter((c) => !c.includes(':grants:'));
     if (channels.length === 0) continue;
     const reply = await call(port, ['PUBSUB', 'NUMSUB', ...channels]);
     for (let i = 1; i < reply.length; i += 2) n += reply[i];
@@ -394,10 +399,11 @@ describe('standalone Redis', () => {
         }
         // Top level: EVALSHA only. The rest run inside the scripts (Redis counts those
         // too): acquire EXISTS, TIME, GET, SET, SET; renew GET, PEXPIRE; release GET,
-        // DEL, PUBLISH. Any GET/SET sent by the store itself would show up here.
+        // EXISTS (is anyone queued? no), DEL, PUBLISH. Any GET/SET sent by the store
+        // itself would show up here.
         assert.deepEqual(calls, {
           evalsha: 3 * N,
-          exists: N,
+          exists: 2 * N,
           time: N,
           get: 3 * N,
           set: 2 * N,
@@ -542,6 +548,125 @@ describe('standalone Redis', () => {
           assert.equal(await sub.release(key, 'A'), true);
           await sub.close(); // idempotent
           assert.equal(await pubsubConnections(server.port), before);
+        });
+      });
+
+      describe('grant on release', () => {
+        /** A store whose subscribe listener records grants and claims them when told to. */
+        function waiterStore(options = {}) {
+          const s = newStore({ client, prefix: `${prefix}-grant`, ...options });
+          const grants = [];
+          let next = deferred();
+          s.claims = true;
+          // Resolves once the store listens on its grant channel (it queues owners only
+          // from then on).
+          s.listen = async (key) => {
+            const pattern = `${prefix}-grant:grants:*`;
+            const before = await subscriberCount([server.port], pattern);
+            s.subscribe(key, (grant) => {
+              if (grant === undefined) return false;
+              grants.push(grant);
+              next.resolve(grant);
+              next = deferred();
+              return s.claims;
+            });
+            await waitFor('the grant channel', async () => (await subscriberCount([server.port], pattern)) > before, {
+              timeoutMs: 2000,
+            });
+          };
+          s.nextGrant = () => next.promise;
+          s.grants = grants;
+          return s;
+        }
+
+        test('a release hands the key to the owner queued first, with a larger token, and tells its store', async () => {
+          const key = uniqueKey('grant');
+          const a = waiterStore({ handOffAfter: 0 });
+          const b = waiterStore();
+          assert.equal(b.grantsOnRelease, true);
+          await b.listen(key);
+          const held = await a.acquire(key, 'A', 10_000);
+          const queuedAt = performance.now();
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined, 'held: queued');
+          assert.equal(await a.acquire(key, 'C', 10_000), undefined, 'a plain acquire is not queued');
+          const granted = b.nextGrant();
+          assert.equal(await a.release(key, 'A'), true);
+          const grant = await within(2000, 'the grant', granted);
+          assert.equal(grant.owner, 'B');
+          assert.ok(grant.fencingToken > held.fencingToken, `${grant.fencingToken} > ${held.fencingToken}`);
+          assert.ok(grant.age >= 0 && grant.age < performance.now() - queuedAt + 1, `age ${grant.age}`);
+          assert.equal(await b.renew(key, 'B', 10_000), true, 'B holds the lease it was handed');
+          assert.equal(await a.acquire(key, 'A', 10_000), undefined);
+          // B's next try (a message may be lost) answers with the lease it was handed.
+          assert.deepEqual(await b.acquire(key, 'B', 10_000, { queue: true }), { fencingToken: grant.fencingToken });
+          assert.equal(await b.release(key, 'B'), true);
+          assert.equal(await a.isLocked(key), false, 'nobody queued: released');
+          assert.equal(b.grants.length, 1);
+        });
+
+        test('a grant nobody claims is released, and passes on to the next queued owner', async () => {
+          const key = uniqueKey('unclaimed');
+          const a = waiterStore({ handOffAfter: 0 });
+          const gone = waiterStore();
+          const c = waiterStore();
+          gone.claims = false; // its waiter gave up
+          await gone.listen(key);
+          await c.listen(key);
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await gone.acquire(key, 'G', 10_000, { queue: true }), undefined);
+          assert.equal(await c.acquire(key, 'C', 10_000, { queue: true }), undefined);
+          const granted = c.nextGrant();
+          assert.equal(await a.release(key, 'A'), true);
+          const grant = await within(2000, "C's grant", granted);
+          assert.equal(grant.owner, 'C');
+          assert.deepEqual(gone.grants.map((g) => g.owner), ['G'], 'G was offered the key first');
+          assert.equal(await c.renew(key, 'C', 10_000), true);
+          assert.equal(await c.release(key, 'C'), true);
+        });
+
+        test('before the hand-off time the releasing store may take the key again; else the first queued owner gets it', async () => {
+          const key = uniqueKey('hand-off');
+          const a = waiterStore({ handOffAfter: 60_000 });
+          const b = waiterStore();
+          await b.listen(key);
+          assert.ok(await a.acquire(key, 'A1', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          // Released and taken again in the same turn: B is not woken.
+          const releasing = a.release(key, 'A1');
+          assert.equal(await releasing, true);
+          const again = await a.acquire(key, 'A2', 10_000);
+          assert.ok(again, 'the releasing process took the key again');
+          await sleep(100);
+          assert.equal(b.grants.length, 0, 'no grant while A holds it');
+          // Released and not taken again: B is handed the key within a turn or two.
+          const granted = b.nextGrant();
+          assert.equal(await a.release(key, 'A2'), true);
+          const grant = await within(2000, "B's grant after A let go", granted);
+          assert.equal(grant.owner, 'B');
+          assert.ok(grant.fencingToken > again.fencingToken);
+          assert.equal(await b.release(key, 'B'), true);
+        });
+
+        test('a queued owner that has waited the hand-off time is handed the key even from a releaser that wants it back', async () => {
+          const key = uniqueKey('starving');
+          const a = waiterStore({ handOffAfter: 50 });
+          const b = waiterStore();
+          await b.listen(key);
+          assert.ok(await a.acquire(key, 'A1', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          await sleep(80);
+          const granted = b.nextGrant();
+          assert.equal(await a.release(key, 'A1'), true);
+          assert.equal(await a.acquire(key, 'A2', 10_000), undefined, 'handed to B in the release itself');
+          assert.equal((await within(2000, "B's grant", granted)).owner, 'B');
+          assert.equal(await b.release(key, 'B'), true);
+        });
+
+        test('bad options are refused, naming them', async () => {
+          assert.throws(() => newStore({ client, handOffAfter: -1 }), { name: 'RangeError', message: /handOffAfter/ });
+          assert.throws(() => newStore({ client, handOffAfter: '5' }), { name: 'RangeError', message: /handOffAfter/ });
+          await assert.rejects(store.acquire('k', 'o', 1000, 'queue'), { name: 'TypeError', message: /options/ });
+          await assert.rejects(store.acquire('k', 'o', 1000, { queue: 1 }), { name: 'TypeError', message: /options/ });
         });
       });
 

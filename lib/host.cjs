@@ -23,6 +23,12 @@ const NOT_EXTENDED = 2;
 const MEMORY = 0;
 const POLLED = 1;
 const ANNOUNCING = 2;
+const GRANTING = 3;
+// The result bit of `granted`: the engine claimed the grant.
+const GRANT_CLAIMED = 1;
+// The fourth argument of `acquire` on a store that grants on release: queue this owner
+// when the key is held, to be handed the lease by the holder's release.
+const QUEUE = Object.freeze({ queue: true });
 const MAX_TIMER_MS = 2 ** 31 - 1;
 // The flat effect codes (core/src/host.rs, `take_flat_effects`).
 const EFFECT_WIDTH = 8;
@@ -37,6 +43,19 @@ const LOCK_TOKEN = 'leasehold.lockToken';
 
 const HOST = Symbol('leasehold.host');
 const STORE_ID = Symbol('leasehold.storeId');
+
+/** A grant as a store that grants on release passes it to its `subscribe` listener. */
+function isGrant(grant) {
+  return (
+    grant !== null &&
+    typeof grant === 'object' &&
+    typeof grant.owner === 'string' &&
+    Number.isSafeInteger(grant.fencingToken) &&
+    grant.fencingToken >= 0 &&
+    typeof grant.age === 'number' &&
+    grant.age >= 0
+  );
+}
 
 function describe(value) {
   if (value === null) return 'null';
@@ -83,6 +102,7 @@ function createApi(binding, options) {
       // Stores by id, held weakly: whoever uses a store (a pipeline, a lease) holds it;
       // once nothing does, its entry goes with it.
       this.stores = new Map();
+      // store -> { id, kind }: a store's kind is read once, when first used.
       this.storeIds = new WeakMap();
       this.storeGone =
         typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.stores.delete(id)) : undefined;
@@ -301,14 +321,16 @@ function createApi(binding, options) {
 
     registerStore(store) {
       if (store instanceof MemoryLockStore && store[HOST] === this) return { kind: MEMORY, id: store[STORE_ID] };
-      let id = this.storeIds.get(store);
-      if (id === undefined) {
-        id = this.nextStoreId++;
-        this.storeIds.set(store, id);
+      let ref = this.storeIds.get(store);
+      if (ref === undefined) {
+        const id = this.nextStoreId++;
+        const announces = typeof store.subscribe === 'function';
+        ref = { kind: announces ? (store.grantsOnRelease === true ? GRANTING : ANNOUNCING) : POLLED, id };
+        this.storeIds.set(store, ref);
         this.stores.set(id, typeof WeakRef === 'function' ? new WeakRef(store) : { deref: () => store });
         this.storeGone?.register(store, id);
       }
-      return { kind: typeof store.subscribe === 'function' ? ANNOUNCING : POLLED, id };
+      return ref;
     }
 
     callStore(fx) {
@@ -320,7 +342,12 @@ function createApi(binding, options) {
       fx.target = store;
       try {
         let pending;
-        if (fx.method === 'acquire') pending = store.acquire(fx.key, fx.owner, fx.ttl);
+        if (fx.method === 'acquire') {
+          pending =
+            this.storeIds.get(store)?.kind === GRANTING
+              ? store.acquire(fx.key, fx.owner, fx.ttl, QUEUE)
+              : store.acquire(fx.key, fx.owner, fx.ttl);
+        }
         else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
         else pending = store.release(fx.key, fx.owner);
         Promise.resolve(pending).then(
@@ -381,7 +408,18 @@ function createApi(binding, options) {
       const store = this.stores.get(fx.store)?.deref();
       if (store === undefined) return;
       const key = fx.key;
-      const wake = () => this.guard(() => this.engine.released(ANNOUNCING, fx.store, key));
+      const kind = this.storeIds.get(store)?.kind ?? ANNOUNCING;
+      // Returns true when it claims a grant: the store releases a grant nobody claims.
+      const wake = (grant) => {
+        if (kind === GRANTING && isGrant(grant)) {
+          const { owner, fencingToken, age } = grant;
+          return this.guard(() => this.engine.granted(kind, fx.store, key, owner, fencingToken, age)) === GRANT_CLAIMED;
+        }
+        // A plain announcement, or a grant this engine cannot read: the first waiter
+        // asks the store, which answers with the lease if it is the waiter's.
+        this.guard(() => this.engine.released(kind, fx.store, key));
+        return false;
+      };
       try {
         this.watchers.set(name, store.subscribe(key, wake));
       } catch {

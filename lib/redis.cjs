@@ -18,10 +18,22 @@
  *   `undefined`.
  * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
  *
+ * - Grant on release: an `acquire` that asks to be queued (`{ queue: true }`, as the
+ *   engine does) and finds the key held puts its owner at the end of the key's queue.
+ *   The holder's `release` then hands the lease straight to the first queued owner
+ *   still waiting (a new lease and a new token, in the same script) and tells that
+ *   owner's store on the store's own channel; the store passes the grant to its
+ *   `subscribe` listener. So a handover costs the release and one message: no retry,
+ *   no crowd of waiters woken to race for the key, and waiters are served in order.
+ *
  * Keys. A lock key `k` uses these Redis names, all in one hash slot:
  *   lease  `${prefix}:{${enc(k)}}`           value: the owner, expiry: the lease
  *   token  `${prefix}:{${enc(k)}}:token`     the last fencing token issued for `k`
- *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released
+ *   queue  `${prefix}:{${enc(k)}}:queue`     owners waiting for `k`, in arrival order
+ *   waiters `${prefix}:{${enc(k)}}:waiters`  owner -> "<valid until, ms> <ttl> <channel>"
+ *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released and
+ *                                            nobody queued takes it over
+ * and each store has a channel of its own, `${prefix}:grants:<random id>`, for grants.
  * Redis Cluster hashes only the text between the first `{` and the next `}`. The prefix
  * may not contain braces, and `enc` percent-encodes `%`, `{` and `}` (as `%25`, `%7B`,
  * `%7D`), so the user's text can never close the tag early nor open it elsewhere, and
@@ -32,7 +44,7 @@
  * safe, and the names stay readable in `redis-cli`.
  */
 
-const { createHash } = require('node:crypto');
+const { createHash, randomBytes } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 
 // ---------------------------------------------------------------------------------
@@ -44,8 +56,36 @@ function script(source) {
   return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
+/** Fencing tokens are kept at least this long after the last grant of their key. */
+const MIN_TOKEN_RETENTION_MS = 60_000;
+
+/** How long a queued waiter stays in the queue without asking again (the engine asks
+ * at least every second while it waits). */
+const QUEUE_ENTRY_MS = 3_000;
+
+/** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
+const MAX_QUEUED = 4096;
+
+/**
+ * How long a queued owner may wait before a release hands the key to it rather than
+ * leaving it free for whoever asks first (usually the process that just released it).
+ */
+const DEFAULT_HAND_OFF_MS = 20;
+
+const nextTurn = typeof setImmediate === 'function' ? setImmediate : (fn) => setTimeout(fn, 0);
+
+/** How long a key's channel stays subscribed after its last listener left. */
+const LINGER_MS = 1_000;
+const FORGET_QUEUED_MS = 60_000;
+
 /*
- * ACQUIRE. KEYS: lease, token. ARGV: owner, ttl ms, token retention ms.
+ * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, token retention ms,
+ * the store's grant channel ('' when not queueing), queue entry validity ms.
+ * Held: false; when queueing, the owner is queued (or its entry refreshed, keeping its
+ * place and its waiting time) and the answer is minus the server time in microseconds,
+ * which the store uses
+ * to tell how old a later grant is. Held by this very owner while queueing (a release
+ * granted it the lease, and the message has not arrived yet): the lease's token.
  * Free means "the lease key does not exist": Redis expiry decides liveness.
  * token = max(stored token + 1, server time in microseconds). The stored token keeps the
  * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
@@ -63,7 +103,30 @@ function script(source) {
  */
 const ACQUIRE = script(`if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return false
+  if ARGV[4] == '' then
+    return false
+  end
+  if redis.call('GET', KEYS[1]) == ARGV[1] then
+    local granted = redis.call('GET', KEYS[2])
+    if granted then
+      return tonumber(granted)
+    end
+    return false
+  end
+  local now = redis.call('TIME')
+  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local since = now_ms
+  local old = redis.call('HGET', KEYS[4], ARGV[1])
+  if old then
+    since = tonumber(string.match(old, '^%d+ %d+ (%d+) ')) or now_ms
+  end
+  local entry = string.format('%.0f %s %.0f ', now_ms + tonumber(ARGV[5]), ARGV[2], since) .. ARGV[4]
+  if redis.call('HSET', KEYS[4], ARGV[1], entry) == 1 then
+    redis.call('RPUSH', KEYS[3], ARGV[1])
+  end
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  return -(tonumber(now[1]) * 1000000 + tonumber(now[2]))
 end
 local now = redis.call('TIME')
 local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -76,6 +139,9 @@ if stored then
 end
 redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if ARGV[4] ~= '' and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+  redis.call('LREM', KEYS[3], 1, ARGV[1])
+end
 return token
 `);
 
@@ -87,17 +153,97 @@ end
 return 0
 `);
 
-/* RELEASE. KEYS: lease. ARGV: owner, channel. Deletes only the owner's live lease and
- * announces it on the key's channel in the same round trip. */
-const RELEASE = script(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+/*
+ * Handing a free or released lease to the first queued owner: GRANT_FIRST(now_us,
+ * starving_ms) drops stale entries (not refreshed in time) from the head of the queue;
+ * when the first live owner has waited at least `starving_ms` it gets the lease: a new
+ * token (as in ACQUIRE), a lease of the ttl it asked for, and a message on its store's
+ * channel: "<token> <server time, us> <owner length> <owner><lease name>". Returns 1
+ * when it granted, 2 when live owners wait but none long enough, 0 when none waits.
+ */
+const GRANT_FIRST = `local function grant_first(now_us, starving_ms)
+  local now_ms = math.floor(now_us / 1000)
+  while true do
+    local owner = redis.call('LINDEX', KEYS[3], 0)
+    if not owner then
+      return 0
+    end
+    local entry = redis.call('HGET', KEYS[4], owner)
+    local until_ms, ttl, since, channel
+    if entry then
+      until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
+    end
+    if until_ms and tonumber(until_ms) > now_ms then
+      if now_ms - tonumber(since) < starving_ms then
+        return 2
+      end
+      redis.call('LPOP', KEYS[3])
+      redis.call('HDEL', KEYS[4], owner)
+      local token = now_us
+      local stored = tonumber(redis.call('GET', KEYS[2]))
+      if stored and stored >= token then
+        token = stored + 1
+      end
+      local retention = math.max(${MIN_TOKEN_RETENTION_MS}, tonumber(ttl) * 10)
+      redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', string.format('%.0f', retention))
+      redis.call('SET', KEYS[1], owner, 'PX', ttl)
+      redis.call('PUBLISH', channel, string.format('%.0f %.0f %d ', token, now_us, #owner) .. owner .. KEYS[1])
+      return 1
+    end
+    redis.call('LPOP', KEYS[3])
+    redis.call('HDEL', KEYS[4], owner)
+  end
+end
+`;
+
+/*
+ * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, channel, hand-off ms.
+ * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
+ * at least the hand-off time is handed the lease (1). Otherwise the lease is deleted:
+ * 2 when owners are queued (the releasing store wakes the first one unless it takes the
+ * key again at once, see `#wakeSoon`), 1 when nobody is queued, after announcing the
+ * release on the key's channel.
+ */
+const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[2], 'released')
+  return 1
+end
+${GRANT_FIRST}
+local now = redis.call('TIME')
+local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]))
+if granted == 1 then
+  return 1
+end
+redis.call('DEL', KEYS[1])
+if granted == 2 then
+  return 2
+end
+redis.call('PUBLISH', ARGV[2], 'released')
+return 1
+`);
+
+/*
+ * WAKE. KEYS: lease, token, queue, waiters. The key was released with owners queued and
+ * the releasing store did not take it again: if it is still free, the first queued
+ * owner gets it now, however long it has waited. 1 when granted.
+ */
+const WAKE = script(`if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+${GRANT_FIRST}
+local now = redis.call('TIME')
+if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0) == 1 then
   return 1
 end
 return 0
 `);
 
-const MIN_TOKEN_RETENTION_MS = 60_000;
 
 // ---------------------------------------------------------------------------------
 // Client adapters: the only code that knows which client it talks to.
@@ -121,7 +267,7 @@ function ioredisAdapter(client) {
       const dup = client.duplicate();
       if (typeof dup.on === 'function') {
         dup.on('error', noop);
-        dup.on('message', (channel) => onMessage(String(channel)));
+        dup.on('message', (channel, message) => onMessage(String(channel), String(message)));
         dup.on('ready', onReady);
       }
       return {
@@ -151,7 +297,7 @@ function nodeRedisAdapter(client) {
         dup.on('error', noop);
         dup.on('ready', onReady);
       }
-      const listener = (_message, channel) => onMessage(String(channel));
+      const listener = (message, channel) => onMessage(String(channel), String(message));
       let failed = false;
       const connected = Promise.resolve().then(() => dup.connect());
       connected.catch(() => {
@@ -235,6 +381,15 @@ function checkTtl(value) {
   }
 }
 
+/** `acquire`'s options: `{ queue: true }` asks to be queued when the key is held. */
+function queueOption(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object' || (options.queue !== undefined && typeof options.queue !== 'boolean')) {
+    throw new TypeError(`options must be an object like { queue: true }, got ${describe(options)}`);
+  }
+  return options.queue === true;
+}
+
 function tokenRetentionMs(ttlMs) {
   const tenTimes = ttlMs * 10;
   return Math.max(MIN_TOKEN_RETENTION_MS, Number.isSafeInteger(tenTimes) ? tenTimes : ttlMs);
@@ -270,6 +425,21 @@ class RedisLockStore {
   #syncing = false;
   #dirty = false;
   #closed = false;
+  // Grants: this store's own channel, subscribed from its first queueing acquire until
+  // close(), and the owners it has queued: owner -> { key, sentAt (performance.now()
+  // when the acquire that queued it was sent), serverUs (the server's time then) }.
+  #grantChannel;
+  #queued = new Map();
+  #grantsWanted = false;
+  #grantsListening = false;
+  // Channels left without listeners: when (performance.now()), and the timer that
+  // unsubscribes them once they have lingered.
+  #idleSince = new Map();
+  // Keys released with owners queued, to hand over unless taken again (see #wakeSoon).
+  #wakes = new Set();
+  #wakesScheduled = false;
+  #handOffMs;
+  #lingerTimer = undefined;
 
   /**
    * @param {{ client: object, prefix?: string }} options
@@ -278,7 +448,7 @@ class RedisLockStore {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
-    const { client, prefix = 'lock' } = options;
+    const { client, prefix = 'lock', handOffAfter = DEFAULT_HAND_OFF_MS } = options;
     const redis = adapterFor(client);
     if (redis === undefined) {
       throw new TypeError(
@@ -289,8 +459,13 @@ class RedisLockStore {
     if (/[{}]/.test(prefix)) {
       throw new TypeError(`prefix must not contain '{' or '}' (they would break the Redis Cluster hash tag), got ${describe(prefix)}`);
     }
+    if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
+      throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
+    }
     this.#redis = redis;
     this.#prefix = prefix;
+    this.#handOffMs = String(handOffAfter);
+    this.#grantChannel = `${prefix}:grants:${randomBytes(12).toString('hex')}`;
   }
 
   /** The key prefix in use. */
@@ -300,6 +475,12 @@ class RedisLockStore {
 
   #leaseKey(key) {
     return `${this.#prefix}:{${encodeKey(key)}}`;
+  }
+
+  /** The Redis names of `key`'s lease, token, queue and waiters, in script order. */
+  #keys(key) {
+    const lease = this.#leaseKey(key);
+    return [lease, `${lease}:token`, `${lease}:queue`, `${lease}:waiters`];
   }
 
   #channel(key) {
@@ -320,13 +501,34 @@ class RedisLockStore {
    * fencing token, or `undefined` when the key is held (by anyone, this owner included:
    * locks are not reentrant). Rejects with the client's error when Redis fails.
    */
-  async acquire(key, owner, ttlMs) {
+  async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
-    const lease = this.#leaseKey(key);
-    const reply = await this.#run(ACQUIRE, [lease, `${lease}:token`], [owner, String(ttlMs), String(tokenRetentionMs(ttlMs))]);
+    // Queued only once this store listens on its grant channel (from the first
+    // `subscribe`, that is, from the first time the engine waits through it): a grant
+    // is never published to a channel nobody listens on yet, and a store that never
+    // waits opens no subscriber connection. Until then a waiter is woken by the release
+    // announcement, and its next try queues it.
+    const queue = queueOption(options) && this.#grantsListening && !this.#closed;
+    // Taking the key again, just after releasing it: no need to wake a queued owner.
+    if (this.#wakes.size > 0) this.#wakes.delete(key);
+    const sentAt = performance.now();
+    const reply = await this.#run(ACQUIRE, this.#keys(key), [
+      owner,
+      String(ttlMs),
+      String(tokenRetentionMs(ttlMs)),
+      queue ? this.#grantChannel : '',
+      String(QUEUE_ENTRY_MS),
+    ]);
     if (reply == null) return undefined;
+    const n = typeof reply === 'number' ? reply : Number(reply);
+    if (queue && Number.isSafeInteger(n) && n < 0) {
+      this.#queued.set(owner, { key, sentAt, serverUs: -n });
+      if (this.#queued.size > MAX_QUEUED) this.#forgetOldQueued(sentAt);
+      return undefined;
+    }
+    if (queue) this.#queued.delete(owner);
     return { fencingToken: toToken(reply) };
   }
 
@@ -346,7 +548,40 @@ class RedisLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
-    return toFlag(await this.#run(RELEASE, [this.#leaseKey(key)], [owner, this.#channel(key)]), 'release');
+    const reply = await this.#run(RELEASE, this.#keys(key), [owner, this.#channel(key), this.#handOffMs]);
+    if (Number(reply) === 2) {
+      this.#wakeSoon(key);
+      return true;
+    }
+    return toFlag(reply, 'release');
+  }
+
+  /**
+   * The key was released while owners are queued, none of them for the hand-off time
+   * yet. Code that releases a lock often takes it again at once (a loop of executions):
+   * the key is left to that, as every polling lock lets it be, instead of waking another
+   * process for each release. If this store does not ask for the key again before the
+   * event loop's next turn, the first queued owner is handed the key (WAKE).
+   */
+  #wakeSoon(key) {
+    this.#wakes.add(key);
+    if (this.#wakesScheduled) return;
+    this.#wakesScheduled = true;
+    nextTurn(() => {
+      this.#wakesScheduled = false;
+      const keys = [...this.#wakes];
+      this.#wakes.clear();
+      for (const k of keys) this.#run(WAKE, this.#keys(k), []).catch(noop);
+    });
+  }
+
+  /**
+   * True: waiters queued through this store (`acquire(..., { queue: true })`) are
+   * handed the lease by the holder's release, and told through `subscribe`. False
+   * once closed, or when the client cannot open a subscriber connection.
+   */
+  get grantsOnRelease() {
+    return !this.#closed && this.#redis.canSubscribe;
   }
 
   /** Whether a live lease exists on `key` (advisory). */
@@ -365,9 +600,11 @@ class RedisLockStore {
   }
 
   /**
-   * Calls `onReleased` when a lease on `key` is released through any RedisLockStore
-   * with the same prefix on the same Redis. Returns a function that removes the
-   * listener (idempotent).
+   * Calls `onReleased()` when a lease on `key` is released to nobody through any
+   * RedisLockStore with the same prefix on the same Redis, and `onReleased(grant)`
+   * (`{ owner, fencingToken, age }`) when a release handed it to an owner this store
+   * queued: the listener returns true to claim it; a grant no listener claims is
+   * released. Returns a function that removes the listener (idempotent).
    *
    * Best effort: the subscription becomes active a round trip after this returns, and
    * a message can be lost (reconnects, a subscriber connection that cannot be opened);
@@ -384,7 +621,75 @@ class RedisLockStore {
       throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
     }
     if (this.#closed || !this.#redis.canSubscribe) return noop;
+    this.#listenForGrants();
     return this.#listeners.add(this.#channel(key), onReleased);
+  }
+
+  /** Subscribes the grant channel, once: kept until close(). */
+  #listenForGrants() {
+    if (this.#grantsWanted) return;
+    this.#grantsWanted = true;
+    this.#sync();
+  }
+
+  /** The grant channel is subscribed (`ok`), or its subscription failed. */
+  #grantsSettled(ok) {
+    if (ok) this.#grantsListening = true;
+  }
+
+  #onMessage(channel, message) {
+    if (channel === this.#grantChannel) this.#onGrant(message);
+    else this.#listeners.notify(channel);
+  }
+
+  /**
+   * A release handed a lease to an owner queued through this store. The grant goes to
+   * the key's listeners until one claims it; one that nobody claims (its waiter gave
+   * up) is released at once, so that it passes on to the next waiter instead of
+   * blocking the key for a ttl.
+   */
+  #onGrant(message) {
+    const head = /^(\d+) (\d+) (\d+) /.exec(message);
+    if (head === null) return;
+    const fencingToken = Number(head[1]);
+    const serverUs = Number(head[2]);
+    let rest = message.slice(head[0].length);
+    // The owner's length is in bytes: cut by bytes when the text is not ASCII.
+    let owner;
+    let lease;
+    const length = Number(head[3]);
+    if (Buffer.byteLength(rest) === rest.length) {
+      owner = rest.slice(0, length);
+      lease = rest.slice(length);
+    } else {
+      rest = Buffer.from(rest);
+      owner = rest.subarray(0, length).toString();
+      lease = rest.subarray(length).toString();
+    }
+    const queued = this.#queued.get(owner);
+    if (queued === undefined || this.#leaseKey(queued.key) !== lease) {
+      // Not an owner this store queued (or no longer known): a grant its own try has
+      // already been answered with, or a message that overtook the reply that queued
+      // it. The key's waiters are told as of a release: one that the lease is for
+      // gets it from its next try. Nothing is released: the owner may hold it.
+      this.#listeners.notify(`${lease}:released`);
+      return;
+    }
+    this.#queued.delete(owner);
+    // The grant happened (serverUs - queued.serverUs) after the queueing acquire ran,
+    // which was no earlier than queued.sentAt here: so at most this long ago.
+    const age = Math.max(0, performance.now() - queued.sentAt - (serverUs - queued.serverUs) / 1000);
+    const key = queued.key;
+    if (!this.#listeners.offer(this.#channel(key), { owner, fencingToken, age })) {
+      this.release(key, owner).catch(noop);
+    }
+  }
+
+  /** Forgets queued owners that have not asked for a minute (their waiters are gone). */
+  #forgetOldQueued(now) {
+    for (const [owner, queued] of this.#queued) {
+      if (now - queued.sentAt > FORGET_QUEUED_MS) this.#queued.delete(owner);
+    }
   }
 
   /**
@@ -394,7 +699,12 @@ class RedisLockStore {
    */
   async close() {
     this.#closed = true;
+    this.#grantsSettled(false);
     this.#listeners.clear();
+    this.#queued.clear();
+    this.#idleSince.clear();
+    if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
+    this.#lingerTimer = undefined;
     this.#subscribed.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = null;
@@ -416,41 +726,81 @@ class RedisLockStore {
     );
   }
 
+  /**
+   * Subscribed channels without a listener for LINGER_MS: a key that is waited for again
+   * and again (a waiter leaves as it is granted, the next arrives) keeps its channel
+   * instead of costing an UNSUBSCRIBE and a SUBSCRIBE each time. Channels that are not
+   * due yet get a (non-blocking) timer for another pass.
+   */
+  #unwanted() {
+    const now = performance.now();
+    const unwanted = [];
+    let next = Infinity;
+    for (const c of this.#subscribed) {
+      if (c === this.#grantChannel || this.#listeners.has(c)) {
+        this.#idleSince.delete(c);
+        continue;
+      }
+      const since = this.#idleSince.get(c) ?? now;
+      this.#idleSince.set(c, since);
+      if (now - since >= LINGER_MS) {
+        unwanted.push(c);
+        this.#idleSince.delete(c);
+      } else {
+        next = Math.min(next, since + LINGER_MS);
+      }
+    }
+    if (next !== Infinity && this.#lingerTimer === undefined) {
+      this.#lingerTimer = setTimeout(() => {
+        this.#lingerTimer = undefined;
+        this.#sync();
+      }, next - now);
+      this.#lingerTimer.unref?.();
+    }
+    return unwanted;
+  }
+
   async #syncLoop() {
     while (this.#dirty && !this.#closed) {
       this.#dirty = false;
       if (this.#subscriber === null) {
-        if (this.#listeners.size === 0) return;
+        if (this.#listeners.size === 0 && !this.#grantsWanted) return;
         try {
           this.#subscriber = this.#redis.openSubscriber(
-            (channel) => this.#listeners.notify(channel),
+            (channel, message) => this.#onMessage(channel, message),
             // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
             // subscribed before a reconnect is the client's own job.
             () => this.#sync(),
           );
         } catch {
+          this.#grantsSettled(false);
           return; // no subscriber: waiters poll
         }
       }
       const subscriber = this.#subscriber;
-      const wanted = this.#listeners.channels().filter((c) => !this.#subscribed.has(c));
+      const channels = this.#listeners.channels();
+      if (this.#grantsWanted) channels.push(this.#grantChannel);
+      const wanted = channels.filter((c) => !this.#subscribed.has(c));
       if (wanted.length > 0) {
         try {
           await subscriber.subscribe(wanted);
           if (subscriber === this.#subscriber) for (const c of wanted) this.#subscribed.add(c);
+          if (wanted.includes(this.#grantChannel)) this.#grantsSettled(subscriber === this.#subscriber);
         } catch {
+          if (wanted.includes(this.#grantChannel)) this.#grantsSettled(false);
           // Not connected yet, or lost: retried on the subscriber's next 'ready'. A
           // connection that will never come back is dropped, so that the next
           // subscribe opens a fresh one.
           if (subscriber === this.#subscriber && subscriber.isDead()) {
             this.#subscriber = null;
             this.#subscribed.clear();
+            this.#grantsListening = false;
             subscriber.close().catch(noop);
             return;
           }
         }
       }
-      const unwanted = [...this.#subscribed].filter((c) => !this.#listeners.has(c));
+      const unwanted = this.#unwanted();
       if (unwanted.length > 0) {
         for (const c of unwanted) this.#subscribed.delete(c);
         try {
@@ -462,5 +812,10 @@ class RedisLockStore {
     }
   }
 }
+
+// The scripts' sources, for diagnostics (bench/profile/redis-layers.mjs); not an API.
+Object.defineProperty(RedisLockStore, Symbol.for('leasehold.redis.scripts'), {
+  value: Object.freeze({ ACQUIRE: ACQUIRE.source, RENEW: RENEW.source, RELEASE: RELEASE.source, WAKE: WAKE.source }),
+});
 
 module.exports = { RedisLockStore };

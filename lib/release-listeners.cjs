@@ -70,6 +70,23 @@ class ReleaseListeners {
     }
   }
 
+  /**
+   * Offers a grant to the listeners of `channel`, one at a time, until one claims it
+   * (returns true). Returns whether one did; a listener that throws does not claim.
+   */
+  offer(channel, grant) {
+    const entries = this.#entries.get(channel);
+    if (entries === undefined) return false;
+    for (const entry of [...entries]) {
+      try {
+        if (entry.onReleased(grant) === true) return true;
+      } catch {
+        // as in notify
+      }
+    }
+    return false;
+  }
+
   /** Drops every listener, without calling `onChange`; their unsubscribe functions become no-ops. */
   clear() {
     this.#entries.clear();

@@ -1,0 +1,42 @@
+// Type test of `leasehold/redis` and of a store that grants on release. Compiled by
+// `tsc -p js-tests/types`.
+import { ResiliencePipelineBuilder, type LockGrant, type LockStore } from 'leasehold';
+import { RedisLockStore, type IORedisLikeClient } from 'leasehold/redis';
+
+declare const client: IORedisLikeClient;
+
+const store = new RedisLockStore({ client, prefix: 'jobs', handOffAfter: 0 });
+const asStore: LockStore = store;
+const grants: boolean = store.grantsOnRelease;
+void new ResiliencePipelineBuilder().addLock({ key: 'k', store: asStore, wait: '5s' }).build();
+
+// A store of one's own that queues waiters and hands them released leases.
+const handed: LockGrant[] = [];
+const granting: LockStore = {
+  grantsOnRelease: true,
+  async acquire(_key, _owner, _ttlMs, options) {
+    return options?.queue ? undefined : { fencingToken: 1 };
+  },
+  async renew() {
+    return true;
+  },
+  async release() {
+    return true;
+  },
+  subscribe(_key, onReleased) {
+    const claimed = onReleased({ owner: 'o', fencingToken: 2, age: 0 });
+    if (claimed === true) handed.push({ owner: 'o', fencingToken: 2, age: 0 });
+    return () => {};
+  },
+};
+
+async function main() {
+  const queued = await store.acquire('k', 'owner', 1000, { queue: true });
+  const token: number | undefined = queued?.fencingToken;
+  // @ts-expect-error handOffAfter is milliseconds, not a duration string
+  new RedisLockStore({ client, handOffAfter: '20ms' });
+  // @ts-expect-error a grant's token is a number
+  const bad: LockGrant = { owner: 'o', fencingToken: '2', age: 0 };
+  void [token, bad, grants, granting];
+}
+void main;
