@@ -1,5 +1,6 @@
 // Diagnosis for scenario 5: a fleet of processes on one Redis key through leasehold,
-// counting what the engine asks of the store (tries, subscribes, unsubscribes) and how
+// counting what the engine asks of the store (tries, subscribes, unsubscribes), the
+// grants releases hand over, and how
 // each try came about: inside a release announcement, or otherwise (first try, poll).
 //
 //   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR]
@@ -8,7 +9,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
-import { startRedisServer } from '../../js-tests/support/redis.mjs';
+import { commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { startChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 
@@ -19,7 +20,7 @@ async function worker({ port, key, count, linger }) {
   const { RedisLockStore } = await import('../../lib/redis.mjs');
   const client = await connect(port);
   const store = new RedisLockStore({ client, prefix: 'trace' });
-  const c = { tries: 0, triesInWake: 0, triesInTimer: 0, grants: 0, subscribes: 0, unsubscribes: 0, wakes: 0, wakesIdle: 0, sameAsLast: 0 };
+  const c = { tries: 0, triesInWake: 0, triesInTimer: 0, grants: 0, grantsOnRelease: 0, subscribes: 0, unsubscribes: 0, wakes: 0, wakesIdle: 0, sameAsLast: 0 };
   let inWake = false;
   // Tries made inside a timer callback are the engine's polls (the host runs the engine's
   // timers from a global setTimeout).
@@ -59,7 +60,7 @@ async function worker({ port, key, count, linger }) {
         if (!slot) {
           slot = { listener: undefined };
           lingering.set(k, slot);
-          realSubscribe(k, () => slot.listener?.());
+          realSubscribe(k, (grant) => slot.listener?.(grant));
         }
         slot.listener = onReleased;
         return () => {
@@ -69,12 +70,13 @@ async function worker({ port, key, count, linger }) {
     : realSubscribe;
   store.subscribe = (k, onReleased) => {
     c.subscribes += 1;
-    const stop = subscribe(k, () => {
+    const stop = subscribe(k, (grant) => {
       c.wakes += 1;
+      if (grant !== undefined) c.grantsOnRelease += 1;
       if (!waiting) c.wakesIdle += 1;
       inWake = true;
       try {
-        onReleased();
+        return onReleased(grant);
       } finally {
         inWake = false;
       }
@@ -139,11 +141,17 @@ try {
   const sum = (k) => outs.reduce((n, o) => n + o[k], 0);
   const total = processes * perProcess;
   console.log(`${process.env.LEASEHOLD_ENGINE || 'native'}${linger ? ' --linger' : ''}: ${total} executions in ${wall.toFixed(0)} ms = ${((total / wall) * 1000).toFixed(0)}/s`);
-  for (const k of ['tries', 'triesInWake', 'triesInTimer', 'grants', 'subscribes', 'unsubscribes', 'wakes', 'wakesIdle', 'sameAsLast']) {
+  for (const k of ['tries', 'triesInWake', 'triesInTimer', 'grants', 'grantsOnRelease', 'subscribes', 'unsubscribes', 'wakes', 'wakesIdle', 'sameAsLast']) {
     console.log(`  ${k.padEnd(13)} ${String(sum(k)).padStart(7)}  (${(sum(k) / total).toFixed(2)} per execution)`);
   }
   console.log(`  client CPU per execution (all processes): ${((sum('cpuMs') / total) * 1000).toFixed(0)} µs, of which system ${((sum('sysMs') / total) * 1000).toFixed(0)} µs`);
   console.log(`  first tries ${total}; other tries (a retry after a release announced while a try was in flight) ${sum('tries') - sum('triesInWake') - sum('triesInTimer') - total}`);
+  const stats = await commandStats(server.port);
+  const perExecution = Object.entries(stats)
+    .filter(([cmd]) => cmd !== 'info')
+    .map(([cmd, st]) => `${cmd} ${(st.calls / total).toFixed(2)}`)
+    .join(', ');
+  console.log(`  Redis commands per execution (scripts' own included): ${perExecution}`);
   console.log(`  wait p50 per process (ms): ${outs.map((o) => o.waitP50.toFixed(2)).join(' ')}`);
   console.log(`  wait p99 per process (ms): ${outs.map((o) => o.waitP99.toFixed(1)).join(' ')}`);
 } finally {

@@ -11,7 +11,6 @@
 //   node bench/profile/redis-layers.mjs [rounds=3] [count=10000]
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { commandStats, startRedisServer, call } from '../../js-tests/support/redis.mjs';
@@ -23,10 +22,8 @@ const SELF = fileURLToPath(import.meta.url);
 const require = createRequire(import.meta.url);
 
 function leaseholdScript(name) {
-  const source = readFileSync(new URL('../../lib/redis.cjs', import.meta.url), 'utf8');
-  const match = source.match(new RegExp(`const ${name} = script\\(\`([\\s\\S]*?)\`\\);`));
-  if (!match) throw new Error(`${name} script not found in lib/redis.cjs`);
-  return match[1];
+  const { RedisLockStore } = require('../../lib/redis.cjs');
+  return RedisLockStore[Symbol.for('leasehold.redis.scripts')][name];
 }
 
 async function variantRun(variant, client) {
@@ -43,8 +40,9 @@ async function variantRun(variant, client) {
     const release = await client.script('LOAD', leaseholdScript('RELEASE'));
     const owner = '0123456789abcdef0123456789abcdef';
     return async () => {
-      await client.evalsha(acquire, 2, 'bench:{k}', 'bench:{k}:token', owner, String(ttl), '100000');
-      await client.evalsha(release, 1, 'bench:{k}', owner, 'bench:{k}:released');
+      const keys = ['bench:{k}', 'bench:{k}:token', 'bench:{k}:queue', 'bench:{k}:waiters'];
+      await client.evalsha(acquire, 4, ...keys, owner, String(ttl), '100000', '', '3000');
+      await client.evalsha(release, 4, ...keys, owner, 'bench:{k}:released', '20');
     };
   }
   const { RedisLockStore } = require('../../lib/redis.cjs');
