@@ -72,8 +72,10 @@ const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/st
 const { startChild, runChild } = await import('./support/children.mjs');
 const { startRedisServer } = await import('../js-tests/support/redis.mjs');
 
-const available = (lib) => !lib.startsWith('leasehold-') || engines.includes(lib.slice('leasehold-'.length));
-const envFor = (lib) => (lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: lib.slice('leasehold-'.length) } : {});
+// 'leasehold-<engine>' and variants such as 'leasehold-native-fifo'.
+const engineOf = (lib) => lib.split('-')[1];
+const available = (lib) => !lib.startsWith('leasehold-') || engines.includes(engineOf(lib));
+const envFor = (lib) => (lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: engineOf(lib) } : {});
 const MEMORY_CHILD = path.join(BENCH, 'memory.mjs');
 const REDIS_CHILD = path.join(BENCH, 'redis.mjs');
 const MEMORY_LIBS = ['floor', 'async-mutex', 'verrou', 'leasehold-native', 'leasehold-wasm'].filter(available);
@@ -340,7 +342,9 @@ try {
 
   if (wanted(5)) {
     const p = S.redisContended;
-    const libs = REDIS_LIBS.filter((l) => l !== 'floor');
+    // leasehold-native-fifo: the same with handOffAfter: 0 (every release hands the key
+    // to the first queued waiter, strictly in arrival order): shown, not a target.
+    const libs = [...REDIS_LIBS.filter((l) => l !== 'floor'), 'leasehold-native-fifo'].filter(available);
     log(`5. Redis, contended: ${p.processes} processes × ${p.perProcess}, ${roundsOf(p)} rounds`);
     const r = await interleave(libs, roundsOf(p), async (lib) => {
       await flush();
@@ -377,6 +381,7 @@ try {
       `### 5. Redis, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
         `Inside the lock, one Lua call INCRs a shared counter (any answer but 1 is a violation of exclusion) and records the holder's process; ` +
         `then DECR, sent without awaiting it on the same connection ahead of the release (so Redis runs it before anyone else can enter): one round trip inside the lock. ` +
+        `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default, 20 ms, lets the releasing process take the key again unless a waiter has waited that long). ` +
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
         `Fleet CPU: user + system time of the ${p.processes} client processes (not Redis) per completed acquisition. ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
@@ -397,7 +402,7 @@ try {
           ]),
         ),
     );
-    for (const lib of libs.filter((l) => l.startsWith('leasehold-'))) {
+    for (const lib of libs.filter((l) => l === 'leasehold-native' || l === 'leasehold-wasm')) {
       const x = ratio(r, lib, best, 'opsPerSec');
       const v = Math.max(...r[lib].map((o) => o?.violations ?? Infinity));
       target(5, `${lib.slice(10)}: ≥ 2× the best peer (${best}), 0 violations`, x >= 2 && v === 0, `${fmtRatio(x)}, ${v} violations`);

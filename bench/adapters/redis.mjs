@@ -16,7 +16,10 @@
 // - verrou (@verrou/core, redis store): `createLock(key, ttl).run(fn)`; no renewal, no
 //   loss signal; retries every 250 ms.
 // - leasehold-native / leasehold-wasm: a pipeline with a RedisLockStore; renews every
-//   ttl/3, wakes waiters on release through pub/sub.
+//   ttl/3; waiters are queued in Redis and a release hands the key to the first one
+//   that has waited 20 ms (else the releasing process may take it again, and the first
+//   waiter gets it if it does not). leasehold-native-fifo (scenario 5): the same with
+//   handOffAfter: 0, every release hands over in arrival order.
 
 import { randomUUID } from 'node:crypto';
 
@@ -105,14 +108,14 @@ async function verrouLock({ client, ttlMs, waitMs }) {
   };
 }
 
-async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine) {
+async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOptions = {}) {
   if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
     throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
   }
   const api = (await import('../../lib/index.mjs')).default;
   if (api.engine !== engine) throw new Error(`asked for the ${engine} engine, got ${api.engine}`);
   const { RedisLockStore } = await import('../../lib/redis.mjs');
-  const store = new RedisLockStore({ client, prefix: 'bench' });
+  const store = new RedisLockStore({ client, prefix: 'bench', ...storeOptions });
   const pipeline = new api.ResiliencePipelineBuilder()
     .addLock({ ttl: ttlMs, wait: waitMs, store, onLockLost: onLost ? () => onLost() : undefined })
     .build();
@@ -136,6 +139,8 @@ export async function createRedisLock(name, options) {
       return leaseholdLock(options, 'native');
     case 'leasehold-wasm':
       return leaseholdLock(options, 'wasm');
+    case 'leasehold-native-fifo':
+      return leaseholdLock(options, 'native', { handOffAfter: 0 });
     default:
       throw new Error(`unknown Redis library ${name}`);
   }
