@@ -19,6 +19,8 @@ const SETTLED_LOST = 4;
 const SETTLED_NOT_HELD = 5;
 const EXTENDED = 1;
 const NOT_EXTENDED = 2;
+// `finish`: the next waiter was granted in the call; its id is above the status bits.
+const HANDOFF = 8;
 // Store kinds (core/src/host.rs).
 const MEMORY = 0;
 const POLLED = 1;
@@ -91,6 +93,8 @@ function createApi(binding, options) {
       this.thrown = new Map();
       this.watchers = new Map();
       this.draining = false;
+      // Running an execution handed over by `finish` (see `handoff`).
+      this.handing = false;
       this.more = false;
       this.dead = undefined;
       this.timer = undefined;
@@ -209,6 +213,22 @@ function createApi(binding, options) {
         throw fromEngine(error);
       }
       return this.status(status);
+    }
+
+    /**
+     * Runs execution `next`, which the engine granted in a `finish` call and handed back
+     * in its status word instead of a `run` effect. Finishes inside it drain effects as
+     * usual: a chain of synchronous callbacks runs one after the other, not nested.
+     */
+    handoff(next) {
+      const rec = this.execs.get(next);
+      if (!rec) return;
+      this.handing = true;
+      try {
+        rec.run();
+      } finally {
+        this.handing = false;
+      }
     }
 
     drain() {
@@ -616,7 +636,20 @@ function createApi(binding, options) {
       else this.error = valueOrError;
       let status;
       try {
-        status = host.call(() => host.engine.finish(this.id, ok));
+        // A handoff only where nothing else runs: not while effects are applied, nor
+        // inside a handed-over execution (its own finish drains instead).
+        let word;
+        try {
+          word = host.engine.finish(this.id, ok, !host.draining && !host.handing);
+        } catch (error) {
+          throw fromEngine(error);
+        }
+        if (word < 256) {
+          status = host.status(word);
+        } else {
+          status = host.status(word % 256) & 7;
+          host.handoff(Math.floor(word / 256));
+        }
       } catch (error) {
         return this.fail(error);
       }
@@ -959,7 +992,7 @@ function createApi(binding, options) {
       const host = this.host;
       let status;
       try {
-        status = host.call(() => host.engine.finish(this.id, true));
+        status = host.call(() => host.engine.finish(this.id, true, false));
       } catch (error) {
         host.execs.delete(this.id);
         return Promise.reject(error);

@@ -845,6 +845,20 @@ impl Engine {
         self.effects.pop_front()
     }
 
+    /// When the only pending effect is an [`Effect::Run`] (a release on a memory store
+    /// granted the key to the next waiter inside the call), takes it and returns its
+    /// execution: the host runs it at once instead of draining effects. Otherwise
+    /// takes nothing.
+    pub fn take_sole_run(&mut self) -> Option<u32> {
+        match self.effects.front() {
+            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
+                self.effects.clear();
+                Some(exec)
+            }
+            _ => None,
+        }
+    }
+
     /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
     /// is called no later than the earliest deadline, and so that the timer keeps the
     /// process alive only while some engine timer is live. The engine assumes the host
