@@ -783,6 +783,7 @@ function createApi(binding, options) {
       // at build: workerd forbids the engine's random seed at module load), and then
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
+      this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
     }
 
     defineLock() {
@@ -835,7 +836,10 @@ function createApi(binding, options) {
       const context = new ResilienceContext(undefined, operationKey);
       const rec = new Execution(host, this, id, callback, context, locks, undefined);
       context._rec = rec;
-      const keys = locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context));
+      // A pipeline with one fixed key shares one array of keys (read only) between its executions.
+      const keys =
+        this.fixedKeys ??
+        (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
       rec.keys = keys;
       rec.resolve = resolve;
       rec.reject = reject;
