@@ -19,6 +19,8 @@ const SETTLED_LOST = 4;
 const SETTLED_NOT_HELD = 5;
 const EXTENDED = 1;
 const NOT_EXTENDED = 2;
+// `finish`: the next waiter was granted in the call; its id is above the status bits.
+const HANDOFF = 8;
 // Store kinds (core/src/host.rs).
 const MEMORY = 0;
 const POLLED = 1;
@@ -111,6 +113,8 @@ function createApi(binding, options) {
       this.thrown = new Map();
       this.watchers = new Map();
       this.draining = false;
+      // Running an execution handed over by `finish` (see `handoff`).
+      this.handing = false;
       this.more = false;
       this.dead = undefined;
       this.timer = undefined;
@@ -229,6 +233,22 @@ function createApi(binding, options) {
         throw fromEngine(error);
       }
       return this.status(status);
+    }
+
+    /**
+     * Runs execution `next`, which the engine granted in a `finish` call and handed back
+     * in its status word instead of a `run` effect. Finishes inside it drain effects as
+     * usual: a chain of synchronous callbacks runs one after the other, not nested.
+     */
+    handoff(next) {
+      const rec = this.execs.get(next);
+      if (!rec) return;
+      this.handing = true;
+      try {
+        rec.run();
+      } finally {
+        this.handing = false;
+      }
     }
 
     drain() {
@@ -654,7 +674,20 @@ function createApi(binding, options) {
       else this.error = valueOrError;
       let status;
       try {
-        status = host.call(() => host.engine.finish(this.id, ok));
+        // A handoff only where nothing else runs: not while effects are applied, nor
+        // inside a handed-over execution (its own finish drains instead).
+        let word;
+        try {
+          word = host.engine.finish(this.id, ok, !host.draining && !host.handing);
+        } catch (error) {
+          throw fromEngine(error);
+        }
+        if (word < 256) {
+          status = host.status(word);
+        } else {
+          status = host.status(word % 256) & 7;
+          host.handoff(Math.floor(word / 256));
+        }
       } catch (error) {
         return this.fail(error);
       }
@@ -788,6 +821,7 @@ function createApi(binding, options) {
       // at build: workerd forbids the engine's random seed at module load), and then
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
+      this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
     }
 
     defineLock() {
@@ -840,7 +874,10 @@ function createApi(binding, options) {
       const context = new ResilienceContext(undefined, operationKey);
       const rec = new Execution(host, this, id, callback, context, locks, undefined);
       context._rec = rec;
-      const keys = locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context));
+      // A pipeline with one fixed key shares one array of keys (read only) between its executions.
+      const keys =
+        this.fixedKeys ??
+        (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
       rec.keys = keys;
       rec.resolve = resolve;
       rec.reject = reject;
@@ -997,7 +1034,7 @@ function createApi(binding, options) {
       const host = this.host;
       let status;
       try {
-        status = host.call(() => host.engine.finish(this.id, true));
+        status = host.call(() => host.engine.finish(this.id, true, false));
       } catch (error) {
         host.execs.delete(this.id);
         return Promise.reject(error);

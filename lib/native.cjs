@@ -20,7 +20,21 @@ function addonFile() {
 
 function load() {
   const addon = require(path.join(__dirname, '..', 'dist', addonFile()));
-  return { Engine: addon.NativeEngine, checkDuration: addon.checkDuration };
+  // The calls of every execution are plain N-API callbacks (bindings-node/src/fast.rs),
+  // cheaper than napi-rs methods; an engine takes them once enabled.
+  const Native = addon.NativeEngine;
+  Object.defineProperties(Native.prototype, {
+    startDefined: { value: addon.fastStartDefined, writable: true, configurable: true },
+    finish: { value: addon.fastFinish, writable: true, configurable: true },
+    token: { value: addon.fastToken, writable: true, configurable: true },
+  });
+  function Engine(fake, start, seed) {
+    const engine = new Native(fake, start, seed);
+    addon.enableFast(engine);
+    return engine;
+  }
+  Engine.prototype = Native.prototype;
+  return { Engine, checkDuration: addon.checkDuration };
 }
 
 module.exports = { load, addonFile };

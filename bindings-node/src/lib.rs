@@ -10,6 +10,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::time::Instant;
 
+mod fast;
+
 /// The error code as JavaScript reads it (`error.code`).
 #[derive(Debug)]
 pub struct Code(&'static str);
@@ -38,10 +40,24 @@ impl Clock for MonotonicClock {
 #[napi]
 #[derive(Debug)]
 pub struct NativeEngine {
-    inner: Engine,
+    pub(crate) inner: Engine,
     outer_locks: host::PendingLocks,
-    arm_at: f64,
+    pub(crate) arm_at: f64,
     strings: Vec<String>,
+}
+
+impl Drop for NativeEngine {
+    fn drop(&mut self) {
+        fast::unregister(self);
+    }
+}
+
+/// Adds the fast calls of `fast.rs` to the exports.
+#[napi(module_exports)]
+#[allow(unsafe_code)]
+pub fn init(exports: Object, env: Env) -> napi::Result<()> {
+    // SAFETY: called once at load, on the JS thread, with the exports object.
+    unsafe { fast::export(env.raw(), exports.raw()) }
 }
 
 #[napi]
@@ -63,7 +79,7 @@ impl NativeEngine {
         Ok(NativeEngine { inner, outer_locks: host::PendingLocks::default(), arm_at: 0.0, strings: Vec::new() })
     }
 
-    fn flags(&mut self) -> u32 {
+    pub(crate) fn flags(&mut self) -> u32 {
         host::status_flags(&mut self.inner, &mut self.arm_at)
     }
 
@@ -128,13 +144,6 @@ impl NativeEngine {
         Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
     }
 
-    /// `start` under one defined lock: the same status, with the token above it.
-    #[napi(catch_unwind)]
-    pub fn start_defined(&mut self, exec: u32, options: u32, lock: u32) -> Result<f64, Code> {
-        let started = self.inner.start_defined(exec, lock, host::exec_options(options)).map_err(to_js_error)?;
-        Ok(host::start_status(started, self.flags()))
-    }
-
     /// Adds an outer lock for the next `start`.
     #[napi(catch_unwind)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {
@@ -161,21 +170,10 @@ impl NativeEngine {
         Ok(host::start_status(started, self.flags()))
     }
 
-    #[napi(catch_unwind)]
-    pub fn finish(&mut self, exec: u32, ok: bool) -> Result<u32, Code> {
-        let finish = self.inner.finish(exec, ok).map_err(to_js_error)?;
-        Ok(host::finish_status(finish) | self.flags())
-    }
-
     /// Status word; bit 1 set when the execution was still acquiring and is cancelled.
     #[napi(catch_unwind)]
     pub fn cancel(&mut self, exec: u32) -> u32 {
         u32::from(self.inner.cancel(exec)) | self.flags()
-    }
-
-    #[napi(catch_unwind)]
-    pub fn token(&self, exec: u32) -> Option<f64> {
-        self.inner.token(exec).map(|t| t as f64)
     }
 
     #[napi(catch_unwind)]
@@ -298,6 +296,13 @@ impl NativeEngine {
     pub fn panic_for_tests(&self) {
         panic!("leasehold: a panic forced by a test");
     }
+}
+
+/// Lets `engine` take the fast calls (`fast.rs`: `startDefined`, `finish`, `token`),
+/// which `lib/native.cjs` installs on the prototype.
+#[napi(catch_unwind)]
+pub fn enable_fast(engine: &mut NativeEngine) {
+    fast::register(engine);
 }
 
 /// Validates a duration: a number of milliseconds or a string like `'30s'`. Returns

@@ -173,10 +173,10 @@ impl WasmEngine {
         Ok(host::start_status(started, self.flags()))
     }
 
-    /// The callback of `exec` settled (`ok`: with a value).
-    pub fn finish(&mut self, exec: u32, ok: bool) -> Result<u32, JsValue> {
-        let finish = self.inner.finish(exec, ok).map_err(to_js_error)?;
-        Ok(host::finish_status(finish) | self.flags())
+    /// The callback of `exec` settled (`ok`: with a value). With `handoff`, a waiter
+    /// granted in the call comes back above the status bits (`host::finish_call`).
+    pub fn finish(&mut self, exec: u32, ok: bool, handoff: bool) -> Result<f64, JsValue> {
+        host::finish_call(&mut self.inner, exec, ok, handoff, &mut self.arm_at).map_err(to_js_error)
     }
 
     /// Status word; bit 1 set when the execution was still acquiring and is cancelled.

@@ -59,8 +59,8 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
     assert!(strings[settled[7] as usize].contains("held"), "the message");
     assert_eq!(strings[settled[7] as usize + 1], "k", "the key");
 
-    let finished = engine.finish(1, true).unwrap();
-    assert_eq!(finished & 0x0f, status::SETTLED_VALUE);
+    let finished = engine.finish(1, true, true).unwrap();
+    assert_eq!(finished, f64::from(status::SETTLED_VALUE), "no waiter: no handoff");
     assert_eq!(engine.token(1), None);
     assert_eq!(engine.mem_size(0).unwrap(), 0);
     assert_eq!(engine.live_executions(), 0);
@@ -110,7 +110,7 @@ fn bad_arguments_are_errors_with_a_code() {
         code_of(engine.start(1, RENEW, store_kind::MEMORY, 0, String::new(), 1.0, 0.0).unwrap_err()),
         "ERR_INVALID_ARG_TYPE"
     );
-    assert_eq!(code_of(engine.finish(77, true).unwrap_err()), "ERR_OUT_OF_RANGE");
+    assert_eq!(code_of(engine.finish(77, true, false).unwrap_err()), "ERR_OUT_OF_RANGE");
     assert_eq!(code_of(WasmEngine::new(true, 0.0, &[1; 3]).unwrap_err()), "ERR_INVALID_ARG_TYPE");
 
     assert_eq!(check_duration(None, Some("1m30s".into()), "ttl".into(), false).unwrap(), 90_000.0);

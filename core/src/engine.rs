@@ -921,6 +921,20 @@ impl Engine {
         self.effects.pop_front()
     }
 
+    /// When the only pending effect is an [`Effect::Run`] (a release on a memory store
+    /// granted the key to the next waiter inside the call), takes it and returns its
+    /// execution: the host runs it at once instead of draining effects. Otherwise
+    /// takes nothing.
+    pub fn take_sole_run(&mut self) -> Option<u32> {
+        match self.effects.front() {
+            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
+                self.effects.clear();
+                Some(exec)
+            }
+            _ => None,
+        }
+    }
+
     /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
     /// is called no later than the earliest deadline, and so that the timer keeps the
     /// process alive only while some engine timer is live. The engine assumes the host
@@ -998,11 +1012,14 @@ impl Engine {
         let Some(e) = self.execs.get(&exec) else { return };
         let l = &e.layers[layer as usize];
         let LayerState::Acquiring(a) = &l.state else { return };
-        let (store, key, queued, deadline) = (l.spec.store, l.spec.key.clone(), a.queued, a.deadline);
+        let (store, queued, deadline) = (l.spec.store, a.queued, a.deadline);
         let (renew, waited) = (e.options.renew, now - l.started_at);
+        // The key is copied only on the paths that need it apart from the layer.
+        let key_of = |engine: &Self| engine.execs[&exec].layers[layer as usize].spec.key.clone();
         match result {
             TryResult::Granted(token) => {
                 if queued {
+                    let key = key_of(self);
                     self.leave_queue(exec, store, &key, HeadLeft::Acquired);
                 }
                 let Some(l) = self.layer_mut(exec, layer) else { return };
@@ -1026,6 +1043,7 @@ impl Engine {
                 }
             }
             TryResult::Held { until } => {
+                let key = key_of(self);
                 if deadline.is_some_and(|d| now >= d) {
                     self.event(exec, layer, Event::Rejected { waited });
                     self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
@@ -1056,6 +1074,7 @@ impl Engine {
                 self.arm_acquiring(exec, layer);
             }
             TryResult::Failed(failure) => {
+                let key = key_of(self);
                 self.wind_down(
                     exec,
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
@@ -1317,15 +1336,16 @@ impl Engine {
         let l = &self.execs[&exec].layers[layer as usize];
         match l.spec.store {
             StoreRef::Memory(id) => {
-                let key = l.spec.key.clone();
-                let released = self.memory[id as usize].release(&key, &l.owner, now);
+                let released = self.memory[id as usize].release(&l.spec.key, &l.owner, now);
+                // The key is copied only when someone may wait for it.
+                let wake = (released && !self.queues.is_empty()).then(|| l.spec.key.clone());
                 if let Some(l) = self.layer_mut(exec, layer) {
                     l.released_as_owner = released && !after_loss;
                 }
                 if !after_loss {
                     self.event(exec, layer, Event::Released);
                 }
-                if released {
+                if let Some(key) = wake {
                     self.released(StoreRef::Memory(id), &key);
                 }
                 self.release_next(exec);

@@ -30,6 +30,10 @@ pub mod status {
     pub const SETTLED_NOT_HELD: u32 = 5;
     /// `granted`: the grant was for this engine's waiter (or a lease it holds).
     pub const GRANT_CLAIMED: u32 = 1;
+    /// `finish` (asked to hand off): the release granted the lock to the next waiter,
+    /// whose execution id is above the status bits (256 × id); run it now. Its `run`
+    /// effect is taken: it is not among the effects.
+    pub const HANDOFF: u32 = 8;
     /// `extend`: the lease was pushed out.
     pub const EXTENDED: u32 = 1;
     /// `extend`: the lease is gone (released, lost or lapsed) or the store refused.
@@ -331,6 +335,31 @@ pub fn start_status(start: crate::Start, flags: u32) -> f64 {
         crate::Start::Running { token } => f64::from(status::RUNNING | flags) + 256.0 * token as f64,
         crate::Start::Pending => f64::from(flags),
     }
+}
+
+/// [`Engine::finish`] as hosts call it: the status word ([`finish_status`] and the
+/// flags of [`status_flags`]). With `handoff`, when the release granted the lock to a
+/// waiter and that is the only effect, the waiter's `run` effect is taken
+/// ([`Engine::take_sole_run`]) and returned instead: [`status::HANDOFF`] plus 256 × its
+/// execution id (an exact JavaScript number, ids being 32-bit). A host passes
+/// `handoff` only where it can run that execution at once.
+///
+/// # Errors
+/// Those of [`Engine::finish`].
+pub fn finish_call(
+    engine: &mut Engine,
+    exec: u32,
+    ok: bool,
+    handoff: bool,
+    arm_at: &mut f64,
+) -> Result<f64, LockError> {
+    let finish = engine.finish(exec, ok)?;
+    let next = if handoff { engine.take_sole_run() } else { None };
+    let status = finish_status(finish) | status_flags(engine, arm_at);
+    Ok(match next {
+        Some(next) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
+        None => f64::from(status),
+    })
 }
 
 /// The status word for what [`Engine::finish`] returned.

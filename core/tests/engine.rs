@@ -79,6 +79,28 @@ fn uncontended_memory_execution_is_two_calls_and_no_effects() {
 }
 
 #[test]
+fn a_memory_handoff_is_handed_back_by_finish_without_effects() {
+    use leasehold_core::host::{finish_call, status};
+    let mut e = engine();
+    let mut arm_at = 0.0;
+    e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.start(2, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap(), Start::Pending);
+    assert_eq!(e.start(3, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap(), Start::Pending);
+    drain(&mut e);
+    let word = finish_call(&mut e, 1, true, true, &mut arm_at).unwrap();
+    assert_eq!(word, f64::from(status::SETTLED_VALUE | status::HANDOFF) + 256.0 * 2.0);
+    assert!(!e.has_effects(), "the run effect was handed back");
+    assert_eq!(e.token(2), Some(2));
+    // Without `handoff` the run stays an effect.
+    assert_eq!(
+        finish_call(&mut e, 2, true, false, &mut arm_at).unwrap(),
+        f64::from(status::SETTLED_VALUE | status::EFFECTS)
+    );
+    assert!(ran(&drain(&mut e), 3));
+    assert_eq!(finish_call(&mut e, 3, true, true, &mut arm_at).unwrap(), f64::from(status::SETTLED_VALUE));
+}
+
+#[test]
 fn fail_fast_rejects_with_not_acquired_and_never_runs() {
     let mut e = engine();
     e.start(1, vec![lock(MEM, "k", 30_000, Some(0))], ExecOptions::default()).unwrap();
