@@ -1,122 +1,223 @@
-// Diagnosis: what each call into the engine costs, per engine, on the memory store,
-// measured on the binding itself (no host, no promises). The calls are the ones
-// lib/host.cjs makes per execution:
-//   uncontended: start (granted at once) + finish (settled at once)
-//   handoff:     finish of the holder (wakes the next waiter) + takeEffects() returning
-//                the waiter's `run` effect + takeEffects() returning [] + token(next)
-//                + start of a new waiter (queued)
+// Diagnosis: what each call into the engine costs, per engine, measured on the binding
+// itself (no host, no promises). The calls are the ones lib/host.cjs makes per execution:
+//   uncontended (memory store): startDefined (granted at once) + finish (settled at
+//                once); also `start`, the undefined-lock form (withLock, acquireLock,
+//                key functions, several locks)
+//   handoff (memory store): finish(holder, true, true) granting the next waiter, which
+//                comes back above the status bits (HANDOFF) instead of as a `run`
+//                effect + token(next) + startDefined of a new waiter (queued); and
+//                without the handoff (finish called while effects are applied):
+//                finish(holder, true, false) + takeEffects() returning the waiter's
+//                `run` effect, and the floor of takeEffects() returning no effect (the
+//                header alone)
+//   JS store (the Redis path, a polled store): every call the host makes for one
+//                execution: startDefined + takeEffects() -> [call acquire] +
+//                takeStrings(), answerAcquire + takeEffects() -> [run], finish +
+//                takeEffects() -> [call release] + takeStrings(), answerRelease +
+//                takeEffects() -> [settled]
+// Effects are decoded in the flat format (core/src/host.rs `take_flat_effects`, read by
+// lib/host.cjs `drain`/`apply`), and every status and effect is checked, so a change of
+// the binding API fails loudly instead of measuring something else. Each engine runs
+// `rounds` times, alternating; the table shows medians, in µs per call, with the cost of
+// the timestamps subtracted.
 //
-//   node bench/profile/binding-costs.mjs [iterations=200000]
+//   node bench/profile/binding-costs.mjs [iterations=100000]
+// (needs dist/: `bash scripts/build.sh`)
 
 import { createRequire } from 'node:module';
 import { median } from '../support/stats.mjs';
 
 const require = createRequire(import.meta.url);
-const N = Number(process.argv[2] ?? 200_000);
+const N = Number(process.argv[2] ?? 100_000);
+// Store kinds, option bits and status bits (core/src/host.rs).
 const MEMORY = 0;
+const POLLED = 1;
 const RENEW = 1;
 const FOREVER = -1;
+const RUNNING = 1;
+const SETTLED_VALUE = 2;
+const HANDOFF = 8;
+const EFFECTS = 16;
+// Flat effects: numbers[0] is how many strings there are, then EFFECT_WIDTH numbers per
+// effect: [kind, exec, layer, request, store, a, b, c].
+const EFFECT_WIDTH = 8;
+const KINDS = [undefined, 'call', 'run', 'lost', 'settled', 'extended', 'watch', 'event'];
+const METHODS = [undefined, 'acquire', 'renew', 'release'];
+const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
+
+/** The effects of a flat array as text ("call acquire,run"), for checks. */
+function kinds(fx) {
+  const out = [];
+  for (let i = 1; i < fx.length; i += EFFECT_WIDTH) {
+    const kind = KINDS[fx[i]] ?? `kind ${fx[i]}`;
+    if (kind === 'call') out.push(`call ${METHODS[fx[i + 5]]}`);
+    else if (kind === 'settled') out.push(`settled ${OUTCOMES[fx[i + 5]]}`);
+    else out.push(kind);
+  }
+  return out.join(',');
+}
+
+function expect(fx, what) {
+  if ((fx.length - 1) % EFFECT_WIDTH !== 0) throw new Error(`bad flat effects of length ${fx.length}`);
+  if (kinds(fx) !== what) throw new Error(`expected [${what}], got [${kinds(fx)}]`);
+  return fx;
+}
+
+function check(ok, what) {
+  if (!ok) throw new Error(`unexpected: ${what}`);
+}
 
 function measure(binding) {
   const seed = new Uint8Array(32);
   const engine = new binding.Engine(false, 0, seed);
   const store = engine.createMemoryStore();
-  const t = { start: 0, finish: 0, startQueued: 0, finishHandoff: 0, takeOne: 0, takeEmpty: 0, token: 0 };
+  const t = {
+    startDefined: 0, finish: 0, start: 0, finishHandoff: 0, token: 0, startQueued: 0,
+    finishNoHandoff: 0, takeOne: 0, takeEmpty: 0,
+  };
   let id = 1;
-  // Uncontended: start + finish.
+  // Uncontended: startDefined + finish, as a pipeline with one fixed key runs.
+  const keyLock = engine.defineLock(MEMORY, store, 'bench:key', 30_000, 0);
+  check(keyLock >= 0, `defineLock returned ${keyLock}`);
   for (let i = 0; i < N; i++) {
     const a = performance.now();
-    engine.start(id, RENEW, MEMORY, store, 'bench:key', 30_000, 0);
+    const started = engine.startDefined(id, RENEW, keyLock);
     const b = performance.now();
-    engine.finish(id, true);
+    const finished = engine.finish(id, true, true);
     const c = performance.now();
-    t.start += b - a;
+    t.startDefined += b - a;
     t.finish += c - b;
-    while (engine.takeEffects().length) {}
+    check((started % 256 & 15) === RUNNING, `startDefined status ${started}`);
+    check(finished < 256 && (finished & 15) === SETTLED_VALUE, `finish status ${finished}`);
+    if ((started | finished) & EFFECTS) expect(engine.takeEffects(), '');
+    id += 1;
+  }
+  // Uncontended with `start` (no defined lock); its finish is the one above.
+  for (let i = 0; i < N; i++) {
+    const a = performance.now();
+    const started = engine.start(id, RENEW, MEMORY, store, 'bench:key', 30_000, 0);
+    const b = performance.now();
+    t.start += b - a;
+    check((started % 256 & 15) === RUNNING, `start status ${started}`);
+    const finished = engine.finish(id, true, true);
+    if ((started | finished) & EFFECTS) expect(engine.takeEffects(), '');
     id += 1;
   }
   // Handoff: one holder, one waiter, repeated.
+  const handoffLock = engine.defineLock(MEMORY, store, 'bench:handoff', 30_000, FOREVER);
   let holder = id++;
-  engine.start(holder, RENEW, MEMORY, store, 'bench:handoff', 30_000, FOREVER);
+  check((engine.startDefined(holder, RENEW, handoffLock) % 256 & 15) === RUNNING, 'holder not running');
   let waiter = id++;
-  engine.start(waiter, RENEW, MEMORY, store, 'bench:handoff', 30_000, FOREVER);
+  check((engine.startDefined(waiter, RENEW, handoffLock) & 15) === 0, 'waiter not queued');
   for (let i = 0; i < N; i++) {
     const a = performance.now();
-    engine.finish(holder, true);
+    const word = engine.finish(holder, true, true);
+    const b = performance.now();
+    const token = engine.token(waiter);
+    const c = performance.now();
+    check(
+      word >= 256 && (word & 15) === (HANDOFF | SETTLED_VALUE) && Math.floor(word / 256) === waiter && !(word & EFFECTS),
+      `handoff finish status ${word} (waiter ${waiter})`,
+    );
+    check(typeof token === 'number', `token ${token}`);
+    holder = waiter;
+    waiter = id++;
+    const d = performance.now();
+    const queued = engine.startDefined(waiter, RENEW, handoffLock);
+    const e = performance.now();
+    check(queued < 256 && (queued & 15) === 0, `queued start status ${queued}`);
+    if (queued & EFFECTS) expect(engine.takeEffects(), '');
+    t.finishHandoff += b - a;
+    t.token += c - b;
+    t.startQueued += e - d;
+  }
+  // The same without the handoff: the waiter's `run` comes as an effect.
+  for (let i = 0; i < N; i++) {
+    const a = performance.now();
+    const word = engine.finish(holder, true, false);
     const b = performance.now();
     const effects = engine.takeEffects();
     const c = performance.now();
     const empty = engine.takeEffects();
     const d = performance.now();
-    engine.token(waiter);
-    const e = performance.now();
-    if (effects.length !== 1 || effects[0].kind !== 'run' || empty.length !== 0) {
-      throw new Error(`unexpected effects ${JSON.stringify(effects)} ${JSON.stringify(empty)}`);
-    }
+    check(word < 256 && (word & 15) === SETTLED_VALUE && word & EFFECTS, `finish status ${word}`);
+    expect(effects, 'run');
+    check(effects[2] === waiter && effects[7] >= 0, `run effect for ${effects[2]}, token ${effects[7]}`);
+    expect(empty, '');
     holder = waiter;
     waiter = id++;
-    const f = performance.now();
-    engine.start(waiter, RENEW, MEMORY, store, 'bench:handoff', 30_000, FOREVER);
-    const g = performance.now();
-    t.finishHandoff += b - a;
+    const queued = engine.startDefined(waiter, RENEW, handoffLock);
+    check((queued & 15) === 0, `queued start status ${queued}`);
+    if (queued & EFFECTS) expect(engine.takeEffects(), '');
+    t.finishNoHandoff += b - a;
     t.takeOne += c - b;
     t.takeEmpty += d - c;
-    t.token += e - d;
-    t.startQueued += g - f;
   }
-  // An execution on a JS store (the Redis path): every call and every takeEffects the
-  // host makes, with what each takeEffects returns.
-  const js = { kind: 1, store: 1 };
+  // An execution on a JS store (the Redis path): every call the host makes, with what
+  // each takeEffects returns. The callback runs while the `run` effect is applied, so
+  // the host's finish asks for no handoff (and there is no waiter to hand off to).
+  const jsLock = engine.defineLock(POLLED, 1, 'bench:js', 30_000, 0);
   const x = {
-    startJs: 0, takeCallAcquire: 0, answerAcquire: 0, takeRun: 0, finishJs: 0, takeCallRelease: 0,
-    answerRelease: 0, takeSettled: 0, takeEmptyJs: 0,
-  };
-  const kinds = (fx) => fx.map((f) => (f.kind === 'call' ? `call ${f.method}` : f.kind)).join(',');
-  const expect = (fx, what) => {
-    if (kinds(fx) !== what) throw new Error(`expected [${what}], got [${kinds(fx)}]`);
-    return fx;
+    startJs: 0, takeCallAcquire: 0, stringsAcquire: 0, answerAcquire: 0, takeRun: 0, finishJs: 0,
+    takeCallRelease: 0, stringsRelease: 0, answerRelease: 0, takeSettled: 0,
   };
   for (let i = 0; i < N; i++) {
     const exec = id++;
     let a = performance.now();
-    engine.start(exec, RENEW, js.kind, js.store, 'bench:js', 30_000, 0);
+    let status = engine.startDefined(exec, RENEW, jsLock);
     let b = performance.now();
-    const [acq] = expect(engine.takeEffects(), 'call acquire');
+    const acq = engine.takeEffects();
     let c = performance.now();
-    engine.takeEffects();
+    const acqStrings = engine.takeStrings();
     let d = performance.now();
+    check(status < 256 && status & EFFECTS, `JS start status ${status}`);
+    expect(acq, 'call acquire');
+    check(acq[0] === 2 && acqStrings[acq[8]] === 'bench:js', `acquire strings ${acqStrings}`);
     x.startJs += b - a;
     x.takeCallAcquire += c - b;
-    x.takeEmptyJs += d - c;
+    x.stringsAcquire += d - c;
     a = performance.now();
-    engine.answerAcquire(acq.request, i + 1);
+    status = engine.answerAcquire(acq[4], i + 1);
     b = performance.now();
-    expect(engine.takeEffects(), 'run');
+    const run = engine.takeEffects();
     c = performance.now();
+    check(status & EFFECTS, `answerAcquire status ${status}`);
+    expect(run, 'run');
+    check(run[2] === exec && run[7] === i + 1, `run effect for ${run[2]}, token ${run[7]}`);
     x.answerAcquire += b - a;
     x.takeRun += c - b;
     a = performance.now();
-    engine.finish(exec, true);
+    status = engine.finish(exec, true, false);
     b = performance.now();
-    const [rel] = expect(engine.takeEffects(), 'call release');
+    const rel = engine.takeEffects();
     c = performance.now();
+    const relStrings = engine.takeStrings();
+    d = performance.now();
+    check(status < 256 && (status & 15) === 0 && status & EFFECTS, `JS finish status ${status}`);
+    expect(rel, 'call release');
+    check(rel[0] === 2 && relStrings[rel[8]] === 'bench:js', `release strings ${relStrings}`);
     x.finishJs += b - a;
     x.takeCallRelease += c - b;
+    x.stringsRelease += d - c;
     a = performance.now();
-    engine.answerRelease(rel.request, true);
+    status = engine.answerRelease(rel[4], true);
     b = performance.now();
-    expect(engine.takeEffects(), 'settled');
+    const settled = engine.takeEffects();
     c = performance.now();
+    check(status & EFFECTS, `answerRelease status ${status}`);
+    expect(settled, 'settled value');
+    check(settled[2] === exec, `settled effect for ${settled[2]}`);
     x.answerRelease += b - a;
     x.takeSettled += c - b;
   }
   Object.assign(t, x);
   // The floor of a call: no argument, a number back.
+  t.armAt = 0;
   for (let i = 0; i < N; i++) {
     const a = performance.now();
     engine.armAt();
     const b = performance.now();
-    t.armAt = (t.armAt ?? 0) + (b - a);
+    t.armAt += b - a;
   }
   // The cost of the timestamps themselves, to subtract.
   let clock = 0;
@@ -125,7 +226,7 @@ function measure(binding) {
     const b = performance.now();
     clock += b - a;
   }
-  const us = (x) => ((x - clock) / N) * 1000;
+  const us = (v) => ((v - clock) / N) * 1000;
   return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, us(v)]));
 }
 
@@ -137,32 +238,35 @@ const rounds = 3;
 const results = { native: [], wasm: [] };
 for (let r = 0; r < rounds; r++) for (const [name, load] of Object.entries(engines)) results[name].push(measure(load()));
 console.log(`µs per call (median of ${rounds} rounds of ${N}, timestamp cost subtracted)`);
-const keys = Object.keys(results.native[0]).filter((k) => !k.startsWith('armAt'));
-keys.unshift('armAt');
-console.log(`${'call'.padEnd(34)} ${'native'.padStart(8)} ${'wasm'.padStart(8)}`);
 const names = {
   armAt: 'armAt() (a call, no argument)',
-  start: 'start (granted at once)',
+  startDefined: 'startDefined (granted at once)',
   finish: 'finish (settled at once)',
-  finishHandoff: 'finish (wakes the next waiter)',
-  takeOne: 'takeEffects() -> [run]',
-  takeEmpty: 'takeEffects() -> []',
-  token: 'token(exec)',
-  startQueued: 'start (queued behind a holder)',
-  startJs: 'JS store: start',
+  start: 'start (granted at once, no defined lock)',
+  finishHandoff: 'finish, handoff (runs the next waiter)',
+  token: 'token(next)',
+  startQueued: 'startDefined (queued behind a holder)',
+  finishNoHandoff: 'finish, no handoff (wakes the waiter)',
+  takeOne: '  takeEffects() -> [run]',
+  takeEmpty: '  takeEffects() -> [] (header alone)',
+  startJs: 'JS store: startDefined',
   takeCallAcquire: '  takeEffects() -> [call acquire]',
-  takeEmptyJs: '  takeEffects() -> []',
+  stringsAcquire: '  takeStrings() -> [key, owner]',
   answerAcquire: '  answerAcquire',
   takeRun: '  takeEffects() -> [run]',
   finishJs: '  finish',
   takeCallRelease: '  takeEffects() -> [call release]',
+  stringsRelease: '  takeStrings() -> [key, owner]',
   answerRelease: '  answerRelease',
   takeSettled: '  takeEffects() -> [settled]',
 };
-const jsKeys = ['startJs', 'takeCallAcquire', 'takeEmptyJs', 'answerAcquire', 'takeRun', 'finishJs', 'takeCallRelease', 'answerRelease', 'takeSettled'];
+const keys = Object.keys(names);
+const jsKeys = keys.slice(keys.indexOf('startJs'));
+const width = 42;
+console.log(`${'call'.padEnd(width)} ${'native'.padStart(8)} ${'wasm'.padStart(8)}`);
 for (const k of keys) {
   const m = (e) => median(results[e].map((x) => x[k])).toFixed(2);
-  console.log(`${names[k].padEnd(34)} ${m('native').padStart(8)} ${m('wasm').padStart(8)}`);
+  console.log(`${names[k].padEnd(width)} ${m('native').padStart(8)} ${m('wasm').padStart(8)}`);
 }
 const sum = (e) => jsKeys.reduce((n, k) => n + median(results[e].map((x) => x[k])), 0).toFixed(2);
-console.log(`${'JS store: all calls of one execution'.padEnd(34)} ${sum('native').padStart(8)} ${sum('wasm').padStart(8)}`);
+console.log(`${'JS store: all calls of one execution'.padEnd(width)} ${sum('native').padStart(8)} ${sum('wasm').padStart(8)}`);
