@@ -597,8 +597,12 @@ describe('standalone Redis', () => {
           assert.ok(grant.age >= 0 && grant.age < performance.now() - queuedAt + 1, `age ${grant.age}`);
           assert.equal(await b.renew(key, 'B', 10_000), true, 'B holds the lease it was handed');
           assert.equal(await a.acquire(key, 'A', 10_000), undefined);
-          // B's next try (a message may be lost) answers with the lease it was handed.
+          // B's next try (a message may be lost) answers with the lease it was handed,
+          // counted again from that try: B counts it from there, so Redis must too.
+          await sleep(300);
+          assert.ok((await b.ttl(key)) < 9_800, 'the lease has been running since the grant');
           assert.deepEqual(await b.acquire(key, 'B', 10_000, { queue: true }), { fencingToken: grant.fencingToken });
+          assert.ok((await b.ttl(key)) > 9_800, 'counted again from the try that was told of it');
           assert.equal(await b.release(key, 'B'), true);
           assert.equal(await a.isLocked(key), false, 'nobody queued: released');
           assert.equal(b.grants.length, 1);
@@ -660,6 +664,47 @@ describe('standalone Redis', () => {
           assert.equal(await a.acquire(key, 'A2', 10_000), undefined, 'handed to B in the release itself');
           assert.equal((await within(2000, "B's grant", granted)).owner, 'B');
           assert.equal(await b.release(key, 'B'), true);
+        });
+
+        test('a queued owner whose store closed, or whose channel nobody hears, is skipped', async () => {
+          const key = uniqueKey('unheard');
+          const a = waiterStore({ handOffAfter: 0 });
+          const closing = waiterStore();
+          const c = waiterStore();
+          await closing.listen(key);
+          await c.listen(key);
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await closing.acquire(key, 'D', 10_000, { queue: true }), undefined);
+          // An owner queued by a process that is gone: its channel has no subscriber.
+          const names = { queue: `${prefix}-grant:{${key}}:queue`, waiters: `${prefix}-grant:{${key}}:waiters` };
+          await call(server.port, ['RPUSH', names.queue, 'ghost']);
+          await call(server.port, ['HSET', names.waiters, 'ghost', `${Date.now() + 60_000} 10000 0 ${prefix}-grant:grants:gone`]);
+          assert.equal(await c.acquire(key, 'C', 10_000, { queue: true }), undefined);
+          await closing.close();
+          assert.deepEqual(await call(server.port, ['LRANGE', names.queue, 0, -1]), ['ghost', 'C'], "close() took D's owner out");
+          const granted = c.nextGrant();
+          assert.equal(await a.release(key, 'A'), true);
+          assert.equal((await within(2000, "C's grant", granted)).owner, 'C', 'the ghost was skipped');
+          assert.equal(await c.release(key, 'C'), true);
+          assert.equal(await a.isLocked(key), false);
+        });
+
+        test('an owner that took the key without queueing is not handed it back by its own release', async () => {
+          const key = uniqueKey('self');
+          const a = waiterStore({ handOffAfter: 60_000 });
+          const b = waiterStore({ handOffAfter: 60_000 });
+          await b.listen(key);
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          assert.equal(await a.release(key, 'A'), true);
+          const plain = await b.acquire(key, 'B', 10_000);
+          if (plain === undefined) {
+            // A's release was followed by a wake that handed the key to B already.
+            await waitFor('the grant', async () => b.grants.some((g) => g.owner === 'B'), { timeoutMs: 2000 });
+          }
+          assert.equal(await b.release(key, 'B'), true);
+          await sleep(50);
+          assert.equal(await a.isLocked(key), false, "B's release freed the key: it was not handed back to B");
         });
 
         test('bad options are refused, naming them', async () => {

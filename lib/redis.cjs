@@ -30,7 +30,7 @@
  *   lease  `${prefix}:{${enc(k)}}`           value: the owner, expiry: the lease
  *   token  `${prefix}:{${enc(k)}}:token`     the last fencing token issued for `k`
  *   queue  `${prefix}:{${enc(k)}}:queue`     owners waiting for `k`, in arrival order
- *   waiters `${prefix}:{${enc(k)}}:waiters`  owner -> "<valid until, ms> <ttl> <channel>"
+ *   waiters `${prefix}:{${enc(k)}}:waiters`  owner -> "<valid until> <ttl> <queued since> <channel>"
  *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released and
  *                                            nobody queued takes it over
  * and each store has a channel of its own, `${prefix}:grants:<random id>`, for grants.
@@ -80,12 +80,15 @@ const FORGET_QUEUED_MS = 60_000;
 
 /*
  * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, token retention ms,
- * the store's grant channel ('' when not queueing), queue entry validity ms.
- * Held: false; when queueing, the owner is queued (or its entry refreshed, keeping its
- * place and its waiting time) and the answer is minus the server time in microseconds,
- * which the store uses
- * to tell how old a later grant is. Held by this very owner while queueing (a release
- * granted it the lease, and the message has not arrived yet): the lease's token.
+ * the store's grant channel ('' when the store cannot take grants now), queue entry
+ * validity ms, '1' when the caller waits for the key (the engine, on a store that
+ * grants on release).
+ * Held, for a caller that waits: when the lease is this very owner's (a release handed
+ * it over and the message was lost or is late) its token, with the lease counted again
+ * from now, so that the caller, which counts it from when it sent this try, never
+ * believes in it longer than Redis does; otherwise the owner is queued (or its entry
+ * refreshed, keeping its place and its waiting time) when a channel is given. Held for
+ * anyone else: false. A waiting caller that takes the key leaves the queue.
  * Free means "the lease key does not exist": Redis expiry decides liveness.
  * token = max(stored token + 1, server time in microseconds). The stored token keeps the
  * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
@@ -102,15 +105,20 @@ const FORGET_QUEUED_MS = 60_000;
  * `redis.replicate_commands()` lets Redis 3.2-4.x write after TIME; a no-op from 5 on.
  */
 const ACQUIRE = script(`if redis.replicate_commands then redis.replicate_commands() end
+local asked = ARGV[6] == '1'
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[4] == '' then
+  if not asked then
     return false
   end
   if redis.call('GET', KEYS[1]) == ARGV[1] then
     local granted = redis.call('GET', KEYS[2])
     if granted then
+      redis.call('PEXPIRE', KEYS[1], ARGV[2])
       return tonumber(granted)
     end
+    return false
+  end
+  if ARGV[4] == '' then
     return false
   end
   local now = redis.call('TIME')
@@ -126,7 +134,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
   redis.call('PEXPIRE', KEYS[3], ARGV[5])
   redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  return -(tonumber(now[1]) * 1000000 + tonumber(now[2]))
+  return false
 end
 local now = redis.call('TIME')
 local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -139,7 +147,7 @@ if stored then
 end
 redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if ARGV[4] ~= '' and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+if asked and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
   redis.call('LREM', KEYS[3], 1, ARGV[1])
 end
 return token
@@ -155,13 +163,17 @@ return 0
 
 /*
  * Handing a free or released lease to the first queued owner: GRANT_FIRST(now_us,
- * starving_ms) drops stale entries (not refreshed in time) from the head of the queue;
- * when the first live owner has waited at least `starving_ms` it gets the lease: a new
- * token (as in ACQUIRE), a lease of the ttl it asked for, and a message on its store's
- * channel: "<token> <server time, us> <owner length> <owner><lease name>". Returns 1
- * when it granted, 2 when live owners wait but none long enough, 0 when none waits.
+ * starving_ms, releasing, check) drops stale entries (not refreshed in time, or the
+ * releasing owner's own) from the head of the queue; when the first live owner has
+ * waited at least `starving_ms` it gets the lease: a new token (as in ACQUIRE), a lease
+ * of the ttl it asked for, and a message on its store's channel:
+ *   "<token> <owner length in bytes> <owner><lease name>"
+ * With `check`, a message that reached no subscriber (that store closed, or its process
+ * is gone) takes the lease back and the next owner is tried; Redis Cluster counts only
+ * the subscribers of one node, so cluster stores do not check. Returns 1 when it
+ * granted, 2 when live owners wait but none long enough, 0 when none waits.
  */
-const GRANT_FIRST = `local function grant_first(now_us, starving_ms)
+const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, check)
   local now_ms = math.floor(now_us / 1000)
   while true do
     local owner = redis.call('LINDEX', KEYS[3], 0)
@@ -173,7 +185,7 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms)
     if entry then
       until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
     end
-    if until_ms and tonumber(until_ms) > now_ms then
+    if owner ~= releasing and until_ms and tonumber(until_ms) > now_ms then
       if now_ms - tonumber(since) < starving_ms then
         return 2
       end
@@ -187,17 +199,22 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms)
       local retention = math.max(${MIN_TOKEN_RETENTION_MS}, tonumber(ttl) * 10)
       redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', string.format('%.0f', retention))
       redis.call('SET', KEYS[1], owner, 'PX', ttl)
-      redis.call('PUBLISH', channel, string.format('%.0f %.0f %d ', token, now_us, #owner) .. owner .. KEYS[1])
-      return 1
+      local heard = redis.call('PUBLISH', channel, string.format('%.0f %d ', token, #owner) .. owner .. KEYS[1])
+      if heard > 0 or not check then
+        return 1
+      end
+      redis.call('DEL', KEYS[1])
+    else
+      redis.call('LPOP', KEYS[3])
+      redis.call('HDEL', KEYS[4], owner)
     end
-    redis.call('LPOP', KEYS[3])
-    redis.call('HDEL', KEYS[4], owner)
   end
 end
 `;
 
 /*
- * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, channel, hand-off ms.
+ * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, channel, hand-off ms, '1' to
+ * check that a grant's message was heard (see GRANT_FIRST).
  * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
  * at least the hand-off time is handed the lease (1). Otherwise the lease is deleted:
  * 2 when owners are queued (the releasing store wakes the first one unless it takes the
@@ -215,7 +232,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 ${GRANT_FIRST}
 local now = redis.call('TIME')
-local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]))
+local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]), ARGV[1], ARGV[4] == '1')
 if granted == 1 then
   return 1
 end
@@ -228,7 +245,8 @@ return 1
 `);
 
 /*
- * WAKE. KEYS: lease, token, queue, waiters. The key was released with owners queued and
+ * WAKE. KEYS: lease, token, queue, waiters. ARGV: '1' to check that the grant's message
+ * was heard (see GRANT_FIRST). The key was released with owners queued and
  * the releasing store did not take it again: if it is still free, the first queued
  * owner gets it now, however long it has waited. 1 when granted.
  */
@@ -238,8 +256,15 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 ${GRANT_FIRST}
 local now = redis.call('TIME')
-if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0) == 1 then
+if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1') == 1 then
   return 1
+end
+return 0
+`);
+
+/* DEQUEUE. KEYS: queue, waiters. ARGV: owner. Takes the owner out of the key's queue. */
+const DEQUEUE = script(`if redis.call('HDEL', KEYS[2], ARGV[1]) == 1 then
+  redis.call('LREM', KEYS[1], 1, ARGV[1])
 end
 return 0
 `);
@@ -259,6 +284,7 @@ function isNoScript(err) {
 function ioredisAdapter(client) {
   return {
     kind: 'ioredis',
+    isCluster: client.isCluster === true,
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
@@ -287,6 +313,7 @@ function ioredisAdapter(client) {
 function nodeRedisAdapter(client) {
   return {
     kind: 'node-redis',
+    isCluster: typeof client.getMasters === 'function',
     evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
@@ -427,7 +454,7 @@ class RedisLockStore {
   #closed = false;
   // Grants: this store's own channel, subscribed from its first queueing acquire until
   // close(), and the owners it has queued: owner -> { key, sentAt (performance.now()
-  // when the acquire that queued it was sent), serverUs (the server's time then) }.
+  // when the last acquire that queued it was sent) }, oldest try first.
   #grantChannel;
   #queued = new Map();
   #grantsWanted = false;
@@ -439,6 +466,7 @@ class RedisLockStore {
   #wakes = new Set();
   #wakesScheduled = false;
   #handOffMs;
+  #checkHeard;
   #lingerTimer = undefined;
 
   /**
@@ -465,6 +493,8 @@ class RedisLockStore {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#handOffMs = String(handOffAfter);
+    // Redis Cluster counts a PUBLISH's subscribers on one node only.
+    this.#checkHeard = redis.isCluster ? '0' : '1';
     this.#grantChannel = `${prefix}:grants:${randomBytes(12).toString('hex')}`;
   }
 
@@ -510,7 +540,8 @@ class RedisLockStore {
     // is never published to a channel nobody listens on yet, and a store that never
     // waits opens no subscriber connection. Until then a waiter is woken by the release
     // announcement, and its next try queues it.
-    const queue = queueOption(options) && this.#grantsListening && !this.#closed;
+    const waits = queueOption(options);
+    const queue = waits && this.#grantsListening && !this.#closed;
     // Taking the key again, just after releasing it: no need to wake a queued owner.
     if (this.#wakes.size > 0) this.#wakes.delete(key);
     const sentAt = performance.now();
@@ -520,15 +551,13 @@ class RedisLockStore {
       String(tokenRetentionMs(ttlMs)),
       queue ? this.#grantChannel : '',
       String(QUEUE_ENTRY_MS),
+      waits ? '1' : '0',
     ]);
-    if (reply == null) return undefined;
-    const n = typeof reply === 'number' ? reply : Number(reply);
-    if (queue && Number.isSafeInteger(n) && n < 0) {
-      this.#queued.set(owner, { key, sentAt, serverUs: -n });
-      if (this.#queued.size > MAX_QUEUED) this.#forgetOldQueued(sentAt);
+    if (reply == null) {
+      if (queue) this.#rememberQueued(owner, key, sentAt);
       return undefined;
     }
-    if (queue) this.#queued.delete(owner);
+    if (waits) this.#queued.delete(owner);
     return { fencingToken: toToken(reply) };
   }
 
@@ -548,7 +577,7 @@ class RedisLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
-    const reply = await this.#run(RELEASE, this.#keys(key), [owner, this.#channel(key), this.#handOffMs]);
+    const reply = await this.#run(RELEASE, this.#keys(key), [owner, this.#channel(key), this.#handOffMs, this.#checkHeard]);
     if (Number(reply) === 2) {
       this.#wakeSoon(key);
       return true;
@@ -571,7 +600,7 @@ class RedisLockStore {
       this.#wakesScheduled = false;
       const keys = [...this.#wakes];
       this.#wakes.clear();
-      for (const k of keys) this.#run(WAKE, this.#keys(k), []).catch(noop);
+      for (const k of keys) this.#run(WAKE, this.#keys(k), [this.#checkHeard]).catch(noop);
     });
   }
 
@@ -632,10 +661,6 @@ class RedisLockStore {
     this.#sync();
   }
 
-  /** The grant channel is subscribed (`ok`), or its subscription failed. */
-  #grantsSettled(ok) {
-    if (ok) this.#grantsListening = true;
-  }
 
   #onMessage(channel, message) {
     if (channel === this.#grantChannel) this.#onGrant(message);
@@ -649,15 +674,14 @@ class RedisLockStore {
    * blocking the key for a ttl.
    */
   #onGrant(message) {
-    const head = /^(\d+) (\d+) (\d+) /.exec(message);
+    const head = /^(\d+) (\d+) /.exec(message);
     if (head === null) return;
     const fencingToken = Number(head[1]);
-    const serverUs = Number(head[2]);
     let rest = message.slice(head[0].length);
     // The owner's length is in bytes: cut by bytes when the text is not ASCII.
     let owner;
     let lease;
-    const length = Number(head[3]);
+    const length = Number(head[2]);
     if (Buffer.byteLength(rest) === rest.length) {
       owner = rest.slice(0, length);
       lease = rest.slice(length);
@@ -676,19 +700,27 @@ class RedisLockStore {
       return;
     }
     this.#queued.delete(owner);
-    // The grant happened (serverUs - queued.serverUs) after the queueing acquire ran,
-    // which was no earlier than queued.sentAt here: so at most this long ago.
-    const age = Math.max(0, performance.now() - queued.sentAt - (serverUs - queued.serverUs) / 1000);
+    // The grant came after the try that queued the owner reached Redis, so no earlier
+    // than that try was sent: on this process's clock alone, at most this long ago.
+    const age = Math.max(0, performance.now() - queued.sentAt);
     const key = queued.key;
     if (!this.#listeners.offer(this.#channel(key), { owner, fencingToken, age })) {
       this.release(key, owner).catch(noop);
     }
   }
 
-  /** Forgets queued owners that have not asked for a minute (their waiters are gone). */
-  #forgetOldQueued(now) {
-    for (const [owner, queued] of this.#queued) {
-      if (now - queued.sentAt > FORGET_QUEUED_MS) this.#queued.delete(owner);
+  /**
+   * Remembers that `owner` was queued for `key` by a try sent at `sentAt`. The map is
+   * kept in the order of the owners' last tries, so the oldest are first: owners that
+   * have not asked for a minute (their waiters are gone) are forgotten from the front,
+   * and so is the oldest beyond MAX_QUEUED.
+   */
+  #rememberQueued(owner, key, sentAt) {
+    this.#queued.delete(owner);
+    this.#queued.set(owner, { key, sentAt });
+    for (const [oldest, queued] of this.#queued) {
+      if (this.#queued.size <= MAX_QUEUED && sentAt - queued.sentAt <= FORGET_QUEUED_MS) break;
+      this.#queued.delete(oldest);
     }
   }
 
@@ -699,9 +731,12 @@ class RedisLockStore {
    */
   async close() {
     this.#closed = true;
-    this.#grantsSettled(false);
+    this.#grantsListening = false;
     this.#listeners.clear();
+    // Owners queued through this store leave the queues: no grant can reach them now.
+    const queued = [...this.#queued];
     this.#queued.clear();
+    await Promise.allSettled(queued.map(([owner, { key }]) => this.#run(DEQUEUE, this.#keys(key).slice(2), [owner])));
     this.#idleSince.clear();
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
     this.#lingerTimer = undefined;
@@ -773,7 +808,6 @@ class RedisLockStore {
             () => this.#sync(),
           );
         } catch {
-          this.#grantsSettled(false);
           return; // no subscriber: waiters poll
         }
       }
@@ -785,15 +819,15 @@ class RedisLockStore {
         try {
           await subscriber.subscribe(wanted);
           if (subscriber === this.#subscriber) for (const c of wanted) this.#subscribed.add(c);
-          if (wanted.includes(this.#grantChannel)) this.#grantsSettled(subscriber === this.#subscriber);
+          if (subscriber === this.#subscriber && wanted.includes(this.#grantChannel)) this.#grantsListening = true;
         } catch {
-          if (wanted.includes(this.#grantChannel)) this.#grantsSettled(false);
           // Not connected yet, or lost: retried on the subscriber's next 'ready'. A
           // connection that will never come back is dropped, so that the next
           // subscribe opens a fresh one.
           if (subscriber === this.#subscriber && subscriber.isDead()) {
             this.#subscriber = null;
             this.#subscribed.clear();
+            this.#idleSince.clear();
             this.#grantsListening = false;
             subscriber.close().catch(noop);
             return;

@@ -800,12 +800,15 @@ impl Engine {
     ///
     /// The first waiter holds the lease from `age` ms ago, as if it had sent an acquire
     /// then: the lease counts from that moment, and a try still in flight is forgotten
-    /// (its answer is this same lease, or "held"). A grant already too old to be worth
-    /// anything is released, and the waiter asks again.
+    /// (its answer is this same lease, or "held"). A grant already too old to count on
+    /// is not run: the waiter asks again, and a store that grants on release answers a
+    /// waiter's try with the lease it was handed, counted again from that try.
     pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Millis) -> bool {
         self.tick();
         let now = self.time;
-        let StoreRef::External { id, .. } = store else { return false };
+        if !matches!(store, StoreRef::External { .. }) {
+            return false;
+        }
         if let Some(head) = self.queues.head(store, key) {
             let layer = self.execs.get(&head).map_or(0, current_layer);
             let ttl = match self.layer_mut(head, layer) {
@@ -820,7 +823,6 @@ impl Engine {
                 }
                 let since = now.saturating_sub(age);
                 if since.saturating_add(ttl) <= now {
-                    self.release_unclaimed(id, key, owner);
                     self.try_acquire(head, layer);
                 } else {
                     self.on_try(head, layer, since, TryResult::Granted(token));
@@ -828,28 +830,13 @@ impl Engine {
                 return true;
             }
         }
-        // Granted already by the owner's own try, whose answer came first.
+        // Granted already by the owner's own try, whose answer came first. (A lease that
+        // is being released or was lost is not claimed: the store releases it.)
         self.execs.values().any(|e| {
             e.layers.iter().any(|l| {
-                l.owner == owner
-                    && l.spec.store == store
-                    && l.spec.key == key
-                    && !matches!(l.state, LayerState::Idle | LayerState::Acquiring(_) | LayerState::Done)
+                l.owner == owner && l.spec.store == store && l.spec.key == key && matches!(l.state, LayerState::Held(_))
             })
         })
-    }
-
-    /// Releases a lease granted too late to be of use (a clean-up call nobody waits
-    /// for, counted against the bound on abandoned requests).
-    fn release_unclaimed(&mut self, store: u32, key: &str, owner: &str) {
-        let grant = Box::new((store, key.to_owned(), owner.to_owned()));
-        let late = Request {
-            origin: Origin::Abandoned { late_grant: Some(grant) },
-            method: StoreMethod::Acquire,
-            sent_at: self.time,
-            ttl: 0,
-        };
-        self.release_late_grant(late);
     }
 
     /// Runs every timer due at the clock's current time.
