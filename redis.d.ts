@@ -1,5 +1,6 @@
 // Type declarations for `leasehold/redis`. Written by hand; they import nothing from
 // ioredis or node-redis: clients are described by the few members the store uses.
+import type { LockGrant, LockStore } from './index';
 
 /** The part of an ioredis (v5) `Redis` or `Cluster` client that the store uses. */
 export interface IORedisLikeClient {
@@ -106,12 +107,7 @@ export declare class RedisLockStore {
    * `owner` for a grant on release (see above), and answers with the lease when a release
    * has already granted it to `owner`.
    */
-  acquire(
-    key: string,
-    owner: string,
-    ttlMs: number,
-    options?: { queue?: boolean },
-  ): Promise<{ fencingToken: number } | undefined>;
+  acquire(...args: Parameters<LockStore['acquire']>): ReturnType<LockStore['acquire']>;
 
   /** True while the store can deliver grants: not closed, and the client can `duplicate()`. */
   readonly grantsOnRelease: boolean;
@@ -141,7 +137,7 @@ export declare class RedisLockStore {
    */
   subscribe(
     key: string,
-    onReleased: (grant?: { owner: string; fencingToken: number; age: number }) => boolean | void,
+    onReleased: (grant?: LockGrant) => boolean | void,
   ): () => void;
 
   /** Closes the subscriber connection the store opened, if any. The client stays open. */
