@@ -62,10 +62,12 @@ export interface RedisLockStoreOptions {
    */
   prefix?: string;
   /**
-   * Milliseconds a queued waiter may wait before a release hands the lease straight to it
-   * rather than freeing the key (which lets the releasing process take it again at once).
-   * 0: every release hands over, strictly in arrival order.
-   * @default 20
+   * The turn of a process on a contended key, in milliseconds: once the first queued
+   * waiter has waited this long and the releasing process has had the key this long, a
+   * release hands the lease straight to that waiter rather than freeing the key (which
+   * lets the releasing process take it again at once). 0: every release hands over,
+   * strictly in arrival order.
+   * @default 10
    */
   handOffAfter?: number;
 }

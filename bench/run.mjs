@@ -381,7 +381,7 @@ try {
       `### 5. Redis, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
         `Inside the lock, one Lua call INCRs a shared counter (any answer but 1 is a violation of exclusion) and records the holder's process; ` +
         `then DECR, sent without awaiting it on the same connection ahead of the release (so Redis runs it before anyone else can enter): one round trip inside the lock. ` +
-        `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default, 20 ms, lets the releasing process take the key again unless a waiter has waited that long). ` +
+        `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default gives each process 10 ms turns: within its turn the releasing process may take the key again). ` +
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
         `Fleet CPU: user + system time of the ${p.processes} client processes (not Redis) per completed acquisition. ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +

@@ -666,6 +666,33 @@ describe('standalone Redis', () => {
           assert.equal(await b.release(key, 'B'), true);
         });
 
+        test('a store handed the key keeps it for the hand-off time while others starve, then hands it on', async () => {
+          const key = uniqueKey('slice');
+          const a = waiterStore({ handOffAfter: 100 });
+          const b = waiterStore({ handOffAfter: 100 });
+          const c = waiterStore({ handOffAfter: 100 });
+          await b.listen(key);
+          await c.listen(key);
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await b.acquire(key, 'B1', 10_000, { queue: true }), undefined);
+          assert.equal(await c.acquire(key, 'C', 10_000, { queue: true }), undefined);
+          await sleep(150); // B and C have both waited past the hand-off time
+          const toB = b.nextGrant();
+          assert.equal(await a.release(key, 'A'), true);
+          assert.equal((await within(2000, "B's grant", toB)).owner, 'B1', 'first come, first handed');
+          // B's slice has just begun: C, though starving, waits while B takes the key again.
+          assert.equal(await b.release(key, 'B1'), true);
+          const again = await b.acquire(key, 'B2', 10_000, { queue: true });
+          assert.ok(again, 'B took the key again within its slice');
+          assert.equal(c.grants.length, 0);
+          await sleep(150); // B's slice is over
+          const toC = c.nextGrant();
+          assert.equal(await b.release(key, 'B2'), true);
+          assert.equal((await within(2000, "C's grant", toC)).owner, 'C');
+          assert.equal(await b.acquire(key, 'B3', 10_000), undefined, 'C holds it now');
+          assert.equal(await c.release(key, 'C'), true);
+        });
+
         test('a queued owner whose store closed, or whose channel nobody hears, is skipped', async () => {
           const key = uniqueKey('unheard');
           const a = waiterStore({ handOffAfter: 0 });

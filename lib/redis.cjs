@@ -67,10 +67,12 @@ const QUEUE_ENTRY_MS = 3_000;
 const MAX_QUEUED = 4096;
 
 /**
- * How long a queued owner may wait before a release hands the key to it rather than
- * leaving it free for whoever asks first (usually the process that just released it).
+ * A process's turn on a contended key: a release hands the key to the first queued
+ * owner once it has waited this long and the releasing store has had the key this long;
+ * before that, the key is left free for whoever asks first (usually the process that
+ * just released it).
  */
-const DEFAULT_HAND_OFF_MS = 20;
+const DEFAULT_HAND_OFF_MS = 10;
 
 const nextTurn = typeof setImmediate === 'function' ? setImmediate : (fn) => setTimeout(fn, 0);
 
@@ -88,7 +90,9 @@ const FORGET_QUEUED_MS = 60_000;
  * from now, so that the caller, which counts it from when it sent this try, never
  * believes in it longer than Redis does; otherwise the owner is queued (or its entry
  * refreshed, keeping its place and its waiting time) when a channel is given. Held for
- * anyone else: false. A waiting caller that takes the key leaves the queue.
+ * anyone else: false. A waiting caller that takes the key leaves the queue, and, while
+ * others are queued, starts its store's turn (see GRANT_FIRST) unless it is that
+ * store's already.
  * Free means "the lease key does not exist": Redis expiry decides liveness.
  * token = max(stored token + 1, server time in microseconds). The stored token keeps the
  * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
@@ -150,6 +154,12 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if asked and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
   redis.call('LREM', KEYS[3], 1, ARGV[1])
 end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+  local slice = redis.call('HGET', KEYS[4], '')
+  if not slice or string.match(slice, '^%d+ (.*)$') ~= ARGV[4] then
+    redis.call('HSET', KEYS[4], '', string.format('%.0f ', math.floor(tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000)) .. ARGV[4])
+  end
+end
 return token
 `);
 
@@ -163,18 +173,29 @@ return 0
 
 /*
  * Handing a free or released lease to the first queued owner: GRANT_FIRST(now_us,
- * starving_ms, releasing, check) drops stale entries (not refreshed in time, or the
- * releasing owner's own) from the head of the queue; when the first live owner has
- * waited at least `starving_ms` it gets the lease: a new token (as in ACQUIRE), a lease
- * of the ttl it asked for, and a message on its store's channel:
+ * starving_ms, releasing, check, holder_channel) drops stale entries (not refreshed in
+ * time, or the releasing owner's own) from the head of the queue; when the first live
+ * owner has waited at least `starving_ms`, and the store on `holder_channel` has had
+ * the key that long (its turn, recorded under the waiters hash's field '' as
+ * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued), it gets
+ * the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
+ * and a message on its store's channel:
  *   "<token> <owner length in bytes> <owner><lease name>"
  * With `check`, a message that reached no subscriber (that store closed, or its process
  * is gone) takes the lease back and the next owner is tried; Redis Cluster counts only
  * the subscribers of one node, so cluster stores do not check. Returns 1 when it
  * granted, 2 when live owners wait but none long enough, 0 when none waits.
  */
-const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, check)
+const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, check, holder_channel)
   local now_ms = math.floor(now_us / 1000)
+  local slice_fresh = false
+  if starving_ms > 0 and holder_channel ~= '' then
+    local slice = redis.call('HGET', KEYS[4], '')
+    if slice then
+      local slice_since, slice_channel = string.match(slice, '^(%d+) (.*)$')
+      slice_fresh = slice_channel == holder_channel and now_ms - tonumber(slice_since) < starving_ms
+    end
+  end
   while true do
     local owner = redis.call('LINDEX', KEYS[3], 0)
     if not owner then
@@ -186,7 +207,7 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, 
       until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
     end
     if owner ~= releasing and until_ms and tonumber(until_ms) > now_ms then
-      if now_ms - tonumber(since) < starving_ms then
+      if slice_fresh or now_ms - tonumber(since) < starving_ms then
         return 2
       end
       redis.call('LPOP', KEYS[3])
@@ -201,6 +222,10 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, 
       redis.call('SET', KEYS[1], owner, 'PX', ttl)
       local heard = redis.call('PUBLISH', channel, string.format('%.0f %d ', token, #owner) .. owner .. KEYS[1])
       if heard > 0 or not check then
+        redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. channel)
+        if redis.call('PTTL', KEYS[4]) < 0 then
+          redis.call('PEXPIRE', KEYS[4], ${QUEUE_ENTRY_MS})
+        end
         return 1
       end
       redis.call('DEL', KEYS[1])
@@ -214,9 +239,11 @@ end
 
 /*
  * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, channel, hand-off ms, '1' to
- * check that a grant's message was heard (see GRANT_FIRST).
+ * check that a grant's message was heard (see GRANT_FIRST), the releasing store's grant
+ * channel ('' when it has none: its turn is not counted).
  * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
- * at least the hand-off time is handed the lease (1). Otherwise the lease is deleted:
+ * at least the hand-off time, at the end of the releasing store's turn, is handed the
+ * lease (1). Otherwise the lease is deleted:
  * 2 when owners are queued (the releasing store wakes the first one unless it takes the
  * key again at once, see `#wakeSoon`), 1 when nobody is queued, after announcing the
  * release on the key's channel.
@@ -232,7 +259,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 ${GRANT_FIRST}
 local now = redis.call('TIME')
-local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]), ARGV[1], ARGV[4] == '1')
+local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]), ARGV[1], ARGV[4] == '1', ARGV[5])
 if granted == 1 then
   return 1
 end
@@ -256,7 +283,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 ${GRANT_FIRST}
 local now = redis.call('TIME')
-if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1') == 1 then
+if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1', '') == 1 then
   return 1
 end
 return 0
@@ -577,7 +604,13 @@ class RedisLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
-    const reply = await this.#run(RELEASE, this.#keys(key), [owner, this.#channel(key), this.#handOffMs, this.#checkHeard]);
+    const reply = await this.#run(RELEASE, this.#keys(key), [
+      owner,
+      this.#channel(key),
+      this.#handOffMs,
+      this.#checkHeard,
+      this.#grantsListening ? this.#grantChannel : '',
+    ]);
     if (Number(reply) === 2) {
       this.#wakeSoon(key);
       return true;

@@ -16,8 +16,9 @@
 // - verrou (@verrou/core, redis store): `createLock(key, ttl).run(fn)`; no renewal, no
 //   loss signal; retries every 250 ms.
 // - leasehold-native / leasehold-wasm: a pipeline with a RedisLockStore; renews every
-//   ttl/3; waiters are queued in Redis and a release hands the key to the first one
-//   that has waited 20 ms (else the releasing process may take it again, and the first
+//   ttl/3; waiters are queued in Redis and processes take 10 ms turns: a release hands
+//   the key to the first waiter once it has waited 10 ms and the releasing process has
+//   had the key 10 ms (else the releasing process may take it again, and the first
 //   waiter gets it if it does not). leasehold-native-fifo (scenario 5): the same with
 //   handOffAfter: 0, every release hands over in arrival order.
 
