@@ -13,8 +13,10 @@ const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 function methods(Engine) {
-  // wasm-bindgen adds `free` and `__destroy_into_raw` for manual memory management.
-  const glue = new Set(['constructor', 'free', '__destroy_into_raw']);
+  // wasm-bindgen adds `free` and `__destroy_into_raw` for manual memory management; the
+  // wasm engine's `*Fast` forms and `takeError` stand behind `startDefined`, `finish` and
+  // `token` (lib/host.cjs installs them).
+  const glue = new Set(['constructor', 'free', '__destroy_into_raw', 'startDefinedFast', 'finishFast', 'tokenFast', 'takeError']);
   return Object.getOwnPropertyNames(Engine.prototype)
     .filter((name) => !glue.has(name))
     .sort();

@@ -70,7 +70,36 @@ function describe(value) {
   return `${String(value)}`;
 }
 
+// The wasm engine's per-execution calls, over its `*Fast` exports that answer plain
+// numbers (-1: an error, kept for `takeError`, or no token): wasm-bindgen hands a
+// `Result` or an `Option` over as an array, one allocation per call.
+function startDefinedFast(exec, options, lock) {
+  const status = this.startDefinedFast(exec, options, lock);
+  if (status < 0) throw this.takeError();
+  return status;
+}
+function finishFast(exec, ok, handoff) {
+  const status = this.finishFast(exec, ok, handoff);
+  if (status < 0) throw this.takeError();
+  return status;
+}
+function tokenFast(exec) {
+  const token = this.tokenFast(exec);
+  return token < 0 ? undefined : token;
+}
+
+function useFastCalls(Engine) {
+  const proto = Engine.prototype;
+  if (typeof proto?.finishFast !== 'function' || proto.finish === finishFast) return;
+  Object.defineProperties(proto, {
+    startDefined: { value: startDefinedFast, writable: true, configurable: true },
+    finish: { value: finishFast, writable: true, configurable: true },
+    token: { value: tokenFast, writable: true, configurable: true },
+  });
+}
+
 function createApi(binding, options) {
+  useFastCalls(binding.Engine);
   const engineName = options.engine;
   const AsyncLocalStorage = options.AsyncLocalStorage;
   const ambient = AsyncLocalStorage ? new AsyncLocalStorage() : undefined;

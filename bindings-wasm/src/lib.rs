@@ -49,6 +49,8 @@ pub struct WasmEngine {
     outer_locks: host::PendingLocks,
     arm_at: f64,
     strings: Vec<String>,
+    /// The error of the last `*Fast` call that failed, for `takeError`.
+    error: Option<JsValue>,
 }
 
 #[wasm_bindgen]
@@ -65,7 +67,13 @@ impl WasmEngine {
         } else {
             Engine::new(Box::new(PerformanceClock(performance_now())), bytes)
         };
-        Ok(WasmEngine { inner, outer_locks: host::PendingLocks::default(), arm_at: 0.0, strings: Vec::new() })
+        Ok(WasmEngine {
+            inner,
+            outer_locks: host::PendingLocks::default(),
+            arm_at: 0.0,
+            strings: Vec::new(),
+            error: None,
+        })
     }
 
     fn flags(&mut self) -> u32 {
@@ -177,6 +185,42 @@ impl WasmEngine {
     /// granted in the call comes back above the status bits (`host::finish_call`).
     pub fn finish(&mut self, exec: u32, ok: bool, handoff: bool) -> Result<f64, JsValue> {
         host::finish_call(&mut self.inner, exec, ok, handoff, &mut self.arm_at).map_err(to_js_error)
+    }
+
+    /// `startDefined` answering a plain number: wasm-bindgen returns a `Result` or an
+    /// `Option` to JavaScript as an array, one allocation per call, and these calls are
+    /// made for every execution. -1 on error, which `takeError` then returns. The host
+    /// (lib/host.cjs) installs them as `startDefined`, `finish` and `token`.
+    #[wasm_bindgen(js_name = startDefinedFast)]
+    pub fn start_defined_fast(&mut self, exec: u32, options: u32, lock: u32) -> f64 {
+        let result = self.start_defined(exec, options, lock);
+        self.number_or_error(result)
+    }
+
+    /// `finish` answering a plain number (see `startDefinedFast`): -1 on error.
+    #[wasm_bindgen(js_name = finishFast)]
+    pub fn finish_fast(&mut self, exec: u32, ok: bool, handoff: bool) -> f64 {
+        let result = self.finish(exec, ok, handoff);
+        self.number_or_error(result)
+    }
+
+    /// `token` answering a plain number (see `startDefinedFast`): -1 when none.
+    #[wasm_bindgen(js_name = tokenFast)]
+    pub fn token_fast(&self, exec: u32) -> f64 {
+        self.inner.token(exec).map_or(-1.0, |t| t as f64)
+    }
+
+    /// The error of the last `*Fast` call that answered -1.
+    #[wasm_bindgen(js_name = takeError)]
+    pub fn take_error(&mut self) -> JsValue {
+        self.error.take().unwrap_or(JsValue::UNDEFINED)
+    }
+
+    fn number_or_error(&mut self, result: Result<f64, JsValue>) -> f64 {
+        result.unwrap_or_else(|err| {
+            self.error = Some(err);
+            -1.0
+        })
     }
 
     /// Status word; bit 1 set when the execution was still acquiring and is cancelled.

@@ -315,6 +315,36 @@ struct Layer {
     released_as_owner: bool,
 }
 
+impl Layer {
+    fn new(spec: LockSpec) -> Self {
+        Layer {
+            spec,
+            owner: String::new(),
+            token: None,
+            started_at: 0,
+            state: LayerState::Idle,
+            timer_at: None,
+            timer_generation: 0,
+            released_as_owner: false,
+        }
+    }
+
+    /// Makes a finished layer as new, for `spec`, keeping the memory of its strings.
+    fn reset(&mut self, spec: &LockSpec) {
+        self.spec.store = spec.store;
+        self.spec.key.clone_from(&spec.key);
+        self.spec.ttl = spec.ttl;
+        self.spec.wait = spec.wait;
+        self.owner.clear();
+        self.token = None;
+        self.started_at = 0;
+        self.state = LayerState::Idle;
+        self.timer_at = None;
+        self.timer_generation = 0;
+        self.released_as_owner = false;
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Acquiring,
@@ -365,6 +395,9 @@ pub struct Engine {
     /// Locks defined ahead by [`Engine::define_lock`], and their ids by value.
     defined: Vec<LockSpec>,
     defined_ids: HashMap<LockSpec, u32>,
+    /// The layers of finished single-lock executions, kept for reuse so that an
+    /// execution on a defined lock allocates no key or owner id of its own.
+    spare_layers: Vec<Vec<Layer>>,
     /// Abandoned acquires still kept (oldest first), so a late grant can be released.
     abandoned: VecDeque<u32>,
     next_request: u32,
@@ -396,6 +429,9 @@ pub const MAX_DEFINED_LOCKS: usize = 4096;
 /// releases of such grants) an engine keeps waiting for an answer.
 const MAX_ABANDONED_ACQUIRES: usize = 1024;
 
+/// How many finished executions' layers an engine keeps for reuse.
+const MAX_SPARE: usize = 16;
+
 /// The default memory store every engine starts with.
 pub const DEFAULT_MEMORY_STORE: u32 = 0;
 
@@ -414,6 +450,7 @@ impl Engine {
             abandoned: VecDeque::new(),
             defined: Vec::new(),
             defined_ids: HashMap::new(),
+            spare_layers: Vec::new(),
             next_request: 0,
             timers: TimerQueue::default(),
             effects: VecDeque::new(),
@@ -561,27 +598,20 @@ impl Engine {
         for spec in &locks {
             self.check_spec(spec)?;
         }
-        let layers = locks
-            .into_iter()
-            .map(|spec| Layer {
-                spec,
-                owner: String::new(),
-                token: None,
-                started_at: 0,
-                state: LayerState::Idle,
-                timer_at: None,
-                timer_generation: 0,
-                released_as_owner: false,
-            })
-            .collect();
+        let layers = locks.into_iter().map(Layer::new).collect();
+        Ok(self.start_layers(exec, layers, options))
+    }
+
+    /// Starts `exec` on checked layers, fresh or reused.
+    fn start_layers(&mut self, exec: u32, layers: Vec<Layer>, options: ExecOptions) -> Start {
         self.execs.insert(exec, Exec { layers, options, phase: Phase::Acquiring, lost: None, completion: None });
         self.begin_layer(exec, 0);
         if matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {
             self.effects.pop_back();
             let token = self.token(exec).unwrap_or_default();
-            return Ok(Start::Running { token });
+            return Start::Running { token };
         }
-        Ok(Start::Pending)
+        Start::Pending
     }
 
     /// Defines a lock once, so that executions on it pass only its id
@@ -610,10 +640,25 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown lock id, and those of [`Engine::start`].
     pub fn start_defined(&mut self, exec: u32, lock: u32, options: ExecOptions) -> Result<Start, LockError> {
-        let Some(spec) = self.defined.get(lock as usize).cloned() else {
+        if lock as usize >= self.defined.len() {
             return Err(ArgError::range("lock", format!("lock {lock} is not defined")).into());
+        }
+        self.tick();
+        if self.execs.contains_key(&exec) {
+            return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
+        }
+        let spec = &self.defined[lock as usize];
+        // A defined lock was checked when it was defined (memory stores are never
+        // removed). The layer of a finished execution is reused: its key and owner
+        // strings keep their memory.
+        let layers = match self.spare_layers.pop() {
+            Some(mut layers) => {
+                layers[0].reset(spec);
+                layers
+            }
+            None => vec![Layer::new(spec.clone())],
         };
-        self.start(exec, vec![spec], options)
+        Ok(self.start_layers(exec, layers, options))
     }
 
     fn check_spec(&mut self, spec: &LockSpec) -> Result<(), LockError> {
@@ -955,9 +1000,8 @@ impl Engine {
 
     fn begin_layer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
-        let owner = self.owners.next_id();
-        let Some(l) = self.layer_mut(exec, layer) else { return };
-        l.owner = owner;
+        let Some(l) = self.execs.get_mut(&exec).and_then(|e| e.layers.get_mut(layer as usize)) else { return };
+        self.owners.write_id(&mut l.owner);
         l.started_at = now;
         l.state = LayerState::Acquiring(Acquiring {
             deadline: l.spec.wait.map(|w| now.saturating_add(w)),
@@ -1006,8 +1050,13 @@ impl Engine {
         match result {
             TryResult::Granted(token) => {
                 if queued {
-                    let key = key_of(self);
+                    // The key is lent for the call rather than copied: leaving the queue
+                    // touches only the waiters behind this execution.
+                    let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
                     self.leave_queue(exec, store, &key, HeadLeft::Acquired);
+                    if let Some(l) = self.layer_mut(exec, layer) {
+                        l.spec.key = key;
+                    }
                 }
                 let Some(l) = self.layer_mut(exec, layer) else { return };
                 let ttl = l.spec.ttl;
@@ -1324,16 +1373,21 @@ impl Engine {
         match l.spec.store {
             StoreRef::Memory(id) => {
                 let released = self.memory[id as usize].release(&l.spec.key, &l.owner, now);
-                // The key is copied only when someone may wait for it.
-                let wake = (released && !self.queues.is_empty()).then(|| l.spec.key.clone());
+                let wake = released && !self.queues.is_empty();
                 if let Some(l) = self.layer_mut(exec, layer) {
                     l.released_as_owner = released && !after_loss;
                 }
                 if !after_loss {
                     self.event(exec, layer, Event::Released);
                 }
-                if let Some(key) = wake {
+                if wake {
+                    // The key is lent for the wake rather than copied: waking touches
+                    // only the waiters, never this execution.
+                    let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
                     self.released(StoreRef::Memory(id), &key);
+                    if let Some(l) = self.layer_mut(exec, layer) {
+                        l.spec.key = key;
+                    }
                 }
                 self.release_next(exec);
             }
@@ -1427,6 +1481,11 @@ impl Engine {
         for _ in e.layers.iter().filter(|l| l.timer_at.is_some()) {
             let execs = &self.execs;
             self.timers.cancelled(|t| is_live(execs, t));
+        }
+        // Keys longer than this are not worth keeping around.
+        const SPARE_KEY: usize = 256;
+        if e.layers.len() == 1 && e.layers[0].spec.key.capacity() <= SPARE_KEY && self.spare_layers.len() < MAX_SPARE {
+            self.spare_layers.push(e.layers);
         }
     }
 

@@ -43,14 +43,18 @@ impl OwnerIds {
 
     /// A fresh owner id: 32 lowercase hex digits.
     pub fn next_id(&mut self) -> String {
+        let mut id = String::with_capacity(32);
+        self.write_id(&mut id);
+        id
+    }
+
+    /// Replaces the contents of `out` with a fresh owner id (as [`OwnerIds::next_id`]),
+    /// reusing its memory.
+    pub fn write_id(&mut self, out: &mut String) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let value = (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64());
-        let mut digits = [0u8; 32];
-        for (i, digit) in digits.iter_mut().enumerate() {
-            *digit = HEX[((value >> (124 - 4 * i)) & 0xf) as usize];
-        }
-        // Hex digits are ASCII, so this cannot fail.
-        String::from_utf8(digits.to_vec()).unwrap_or_default()
+        out.clear();
+        out.extend((0..32).map(|i| char::from(HEX[((value >> (124 - 4 * i)) & 0xf) as usize])));
     }
 }
 
@@ -68,5 +72,9 @@ mod tests {
         let other = OwnerIds::new([8; 32]).next_id();
         assert!(!drawn.contains(&other));
         assert_ne!(OwnerIds::new([0; 32]).next_id(), "0".repeat(32));
+        let (mut a, mut b) = (OwnerIds::new([9; 32]), OwnerIds::new([9; 32]));
+        let mut reused = "an old id, longer than thirty-two characters".to_owned();
+        b.write_id(&mut reused);
+        assert_eq!(a.next_id(), reused);
     }
 }

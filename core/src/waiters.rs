@@ -61,7 +61,11 @@ impl WaitQueues {
         let Some(keys) = self.by_store.get_mut(&store) else { return (HeadChange::None, None) };
         let Some(queue) = keys.get_mut(key) else { return (HeadChange::None, None) };
         let was_head = queue.front() == Some(&exec);
-        queue.retain(|&e| e != exec);
+        if was_head {
+            queue.pop_front();
+        } else {
+            queue.retain(|&e| e != exec);
+        }
         if queue.is_empty() {
             keys.remove(key);
             if keys.is_empty() {
