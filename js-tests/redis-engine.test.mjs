@@ -571,4 +571,49 @@ describe('Redis Cluster, 3 masters', () => {
       assert.ok(again > seen.token);
     }
   });
+
+  // Grants on a cluster: the queue lives beside the lease on its master, and the grant's
+  // message reaches a waiter whose subscriber connection may be on another node.
+  test('a release hands the lease to a waiter queued through another cluster client, without a try', async () => {
+    const connectCluster = async () => {
+      const c = new Redis.Cluster(cluster.nodes, { lazyConnect: true });
+      c.on('error', noop);
+      clients.push([{ close: (x) => x.disconnect() }, c]);
+      await c.connect();
+      return c;
+    };
+    const prefix = 'cluster-grant';
+    const storeA = newStore({ client: await connectCluster(), prefix });
+    const storeB = newStore({ client: await connectCluster(), prefix });
+    const tries = spyOnAcquire(storeB);
+    const key = uniqueKey('cluster-grant');
+    const holdingA = deferred();
+    const releaseA = deferred();
+    const a = lock({ key, store: storeA, ttl: '5s' })
+      .execute(async () => {
+        holdingA.resolve();
+        await releaseA.promise;
+        return getLockToken();
+      })
+      .then((token) => ({ token, settledAt: performance.now() }));
+    await within(5000, 'A holds the key', holdingA.promise);
+    let bStartedAt;
+    const b = lock({ key, store: storeB, ttl: '5s', wait: '10s' }).execute(() => {
+      bStartedAt = performance.now();
+      return getLockToken();
+    });
+    // B's polls back off; after its 6th try the next is 1000 ms away (as in `handover`).
+    await waitFor('B backed off to a 1000 ms poll', () => tries.length >= 6 && tries[5].answeredAt, { timeoutMs: 5000, intervalMs: 5 });
+    const queue = `${prefix}:{${key}}:queue`;
+    const port = await cluster.nodeFor(queue);
+    assert.equal(await call(port, ['LLEN', queue]), 1, "B is queued on the lease's master");
+    const triesBefore = tries.length;
+    await sleep(100);
+    releaseA.resolve();
+    const { token: tokenA, settledAt } = await within(3000, 'A settled', a);
+    const tokenB = await within(3000, 'B ran', b);
+    assert.ok(tokenB > tokenA, `B's token ${tokenB} > A's ${tokenA}`);
+    assert.ok(bStartedAt - settledAt < 100, `B ran ${(bStartedAt - settledAt).toFixed(1)} ms after A settled`);
+    assert.equal(tries.length, triesBefore, 'no try after the release: the release granted the lease');
+  });
 });
