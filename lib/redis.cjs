@@ -767,9 +767,9 @@ class RedisLockStore {
     this.#grantsListening = false;
     this.#listeners.clear();
     // Owners queued through this store leave the queues: no grant can reach them now.
-    const queued = [...this.#queued];
+    // Best effort, not awaited: close() must not wait for a server that may be gone.
+    for (const [owner, { key }] of this.#queued) this.#run(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     this.#queued.clear();
-    await Promise.allSettled(queued.map(([owner, { key }]) => this.#run(DEQUEUE, this.#keys(key).slice(2), [owner])));
     this.#idleSince.clear();
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
     this.#lingerTimer = undefined;
