@@ -711,10 +711,11 @@ function createApi(binding, options) {
         } catch (error) {
           throw fromEngine(error);
         }
+        // Execution ids start at 1: a word of 256 or more carries one (and HANDOFF).
         if (word < 256) {
           status = host.status(word);
         } else {
-          status = host.status(word % 256) & 7;
+          status = host.status(word % 256) & ~HANDOFF;
           host.handoff(Math.floor(word / 256));
         }
       } catch (error) {
