@@ -30,15 +30,20 @@ export interface LockGrant {
   owner: string;
   /** The new lease's fencing token. */
   fencingToken: number;
-  /** At most how many milliseconds ago the lease began. */
-  age: number;
+  /**
+   * At most how many milliseconds ago the lease began. Absent when the store cannot tell
+   * (the message overtook the answer to the owner's try): the engine then counts the lease
+   * from that try, still in flight.
+   */
+  age?: number;
 }
 
 export interface LockStore {
   /**
    * No live lease: store `{ owner, expires: now + ttlMs }`, bump the key's token, return it. Else `undefined`.
-   * `options.queue` (passed only to stores with `grantsOnRelease`): when the key is held, queue `owner`
-   * to be handed the lease by a release.
+   * `options` is passed only to stores with `grantsOnRelease`: answer with the lease when a release
+   * already handed it to `owner`, and, with `queue: true` (the try will wait), queue `owner` when the
+   * key is held, to be handed the lease by a release.
    */
   acquire(
     key: string,

@@ -105,9 +105,10 @@ export declare class RedisLockStore {
 
   /**
    * Takes the lease on `key` for `ttlMs` if no live lease exists; `undefined` when it is
-   * held (by anyone: locks are not reentrant). With `{ queue: true }` a held key queues
-   * `owner` for a grant on release (see above), and answers with the lease when a release
-   * has already granted it to `owner`.
+   * held (by anyone: locks are not reentrant). With options (as the engine passes them),
+   * it answers with the lease when a release has already handed it to `owner`, counted
+   * again from now; with `{ queue: true }` a held key also queues `owner` for a grant on
+   * release (see above).
    */
   acquire(...args: Parameters<LockStore['acquire']>): ReturnType<LockStore['acquire']>;
 

@@ -455,6 +455,32 @@ describe('handover through the Redis queue', () => {
     assert.ok(tokenC > tokenA, `C's token ${tokenC} > A's ${tokenA}`);
   });
 
+  // A fail-fast execution on a store that grants on release does not leave its owner
+  // queued in Redis: a release would otherwise hand the key to an owner that is gone.
+  test('only executions that wait are queued in Redis; fail-fast ones are not', async () => {
+    const key = uniqueKey('fail-fast');
+    const prefix = 'fail-fast';
+    const storeA = newStore({ client: await newClient(KINDS[0], server.port), prefix });
+    const storeB = newStore({ client: await newClient(KINDS[0], server.port), prefix });
+    const holdingA = deferred();
+    const releaseA = deferred();
+    const a = lock({ key, store: storeA, ttl: '30s' }).execute(async () => {
+      holdingA.resolve();
+      await releaseA.promise;
+    });
+    await within(2000, 'A holds the key', holdingA.promise);
+    const waiter = lock({ key, store: storeB, ttl: '30s', wait: '10s' }).execute(() => getLockToken());
+    const queue = `${prefix}:{${key}}:queue`;
+    await waitFor('the waiter queued in Redis', async () => (await call(server.port, ['LLEN', queue])) === 1, { timeoutMs: 3000 });
+    for (let i = 0; i < 5; i++) {
+      await assert.rejects(lock({ key, store: storeB, ttl: '30s' }).execute(() => 'ran'), { code: 'LOCK_NOT_ACQUIRED' });
+    }
+    assert.equal(await call(server.port, ['LLEN', queue]), 1, 'the fail-fast tries left no owner in the queue');
+    releaseA.resolve();
+    await within(2000, 'A settled', a);
+    assert.ok(Number.isSafeInteger(await within(2000, 'the waiter ran', waiter)));
+  });
+
   // Two processes' worth of stores, each looping executions on one key: every execution
   // completes, one at a time, with increasing tokens, whichever way each release goes
   // (handed over, or freed and taken again).

@@ -693,6 +693,33 @@ describe('standalone Redis', () => {
           assert.equal(await c.release(key, 'C'), true);
         });
 
+        test('stores trading the key between them within their turns cannot starve a third', async () => {
+          const key = uniqueKey('trading');
+          const a = waiterStore({ handOffAfter: 50 });
+          const b = waiterStore({ handOffAfter: 50 });
+          const c = waiterStore({ handOffAfter: 50 });
+          await a.listen(key);
+          await b.listen(key);
+          await c.listen(key);
+          let holder = { store: a, owner: 'a0' };
+          assert.ok(await a.acquire(key, 'a0', 10_000, { queue: true }));
+          assert.equal(await c.acquire(key, 'C', 10_000, { queue: true }), undefined);
+          const queuedAt = performance.now();
+          // A and B hand the key to each other, each taking it as it comes free (each
+          // take starts a new turn), until C is handed it.
+          for (let i = 0; c.grants.length === 0 && performance.now() - queuedAt < 2000; i++) {
+            await holder.store.release(key, holder.owner);
+            const next = holder.store === a ? { store: b, owner: `b${i}` } : { store: a, owner: `a${i}` };
+            if (!(await next.store.acquire(key, next.owner, 10_000, { queue: true }))) break;
+            holder = next;
+          }
+          await waitFor("C's grant", async () => c.grants.length === 1, { timeoutMs: 2000 });
+          const waited = performance.now() - queuedAt;
+          assert.ok(waited < 1000, `C was handed the key after ${Math.round(waited)} ms, not starved`);
+          assert.equal(c.grants[0].owner, 'C');
+          assert.equal(await c.release(key, 'C'), true);
+        });
+
         test('a queued owner whose store closed, or whose channel nobody hears, is skipped', async () => {
           const key = uniqueKey('unheard');
           const a = waiterStore({ handOffAfter: 0 });

@@ -31,6 +31,8 @@ const GRANT_CLAIMED = 1;
 // The fourth argument of `acquire` on a store that grants on release: queue this owner
 // when the key is held, to be handed the lease by the holder's release.
 const QUEUE = Object.freeze({ queue: true });
+// ... and for a try that will not wait (fail fast, or the last try at the deadline).
+const NO_QUEUE = Object.freeze({ queue: false });
 const MAX_TIMER_MS = 2 ** 31 - 1;
 // The flat effect codes (core/src/host.rs, `take_flat_effects`).
 const EFFECT_WIDTH = 8;
@@ -54,8 +56,7 @@ function isGrant(grant) {
     typeof grant.owner === 'string' &&
     Number.isSafeInteger(grant.fencingToken) &&
     grant.fencingToken >= 0 &&
-    typeof grant.age === 'number' &&
-    grant.age >= 0
+    (grant.age === undefined || (typeof grant.age === 'number' && grant.age >= 0))
   );
 }
 
@@ -323,6 +324,7 @@ function createApi(binding, options) {
           ttl: n[i + 6],
           key: strings[n[i + 7]],
           owner: strings[n[i + 7] + 1],
+          queue: n[i + 2] === 1,
         });
       }
       if (kind === 6) {
@@ -394,7 +396,7 @@ function createApi(binding, options) {
         if (fx.method === 'acquire') {
           pending =
             this.storeIds.get(store)?.kind === GRANTING
-              ? store.acquire(fx.key, fx.owner, fx.ttl, QUEUE)
+              ? store.acquire(fx.key, fx.owner, fx.ttl, fx.queue ? QUEUE : NO_QUEUE)
               : store.acquire(fx.key, fx.owner, fx.ttl);
         }
         else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
@@ -461,7 +463,8 @@ function createApi(binding, options) {
       // Returns true when it claims a grant: the store releases a grant nobody claims.
       const wake = (grant) => {
         if (kind === GRANTING && isGrant(grant)) {
-          const { owner, fencingToken, age } = grant;
+          const { owner, fencingToken } = grant;
+          const age = grant.age ?? -1; // unknown: the engine counts from the owner's try in flight
           return this.guard(() => this.engine.granted(kind, fx.store, key, owner, fencingToken, age)) === GRANT_CLAIMED;
         }
         // A plain announcement, or a grant this engine cannot read: the first waiter

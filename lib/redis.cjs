@@ -177,8 +177,9 @@ return 0
  * time, or the releasing owner's own) from the head of the queue; when the first live
  * owner has waited at least `starving_ms`, and the store on `holder_channel` has had
  * the key that long (its turn, recorded under the waiters hash's field '' as
- * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued), it gets
- * the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
+ * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued) or the
+ * owner has waited twice that (so that stores trading the key between them cannot
+ * starve a third), it gets the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
  * and a message on its store's channel:
  *   "<token> <owner length in bytes> <owner><lease name>"
  * With `check`, a message that reached no subscriber (that store closed, or its process
@@ -207,7 +208,8 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, 
       until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
     end
     if owner ~= releasing and until_ms and tonumber(until_ms) > now_ms then
-      if slice_fresh or now_ms - tonumber(since) < starving_ms then
+      local waited = now_ms - tonumber(since)
+      if waited < starving_ms or (slice_fresh and waited < 2 * starving_ms) then
         return 2
       end
       redis.call('LPOP', KEYS[3])
@@ -245,7 +247,7 @@ end
  * at least the hand-off time, at the end of the releasing store's turn, is handed the
  * lease (1). Otherwise the lease is deleted:
  * 2 when owners are queued (the releasing store wakes the first one unless it takes the
- * key again at once, see `#wakeSoon`), 1 when nobody is queued, after announcing the
+ * key again at once, see `#wakeLease`), 1 when nobody is queued, after announcing the
  * release on the key's channel.
  */
 const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
@@ -273,9 +275,10 @@ return 1
 
 /*
  * WAKE. KEYS: lease, token, queue, waiters. ARGV: '1' to check that the grant's message
- * was heard (see GRANT_FIRST). The key was released with owners queued and
- * the releasing store did not take it again: if it is still free, the first queued
- * owner gets it now, however long it has waited. 1 when granted.
+ * was heard (see GRANT_FIRST), the key's channel. The key was released with owners
+ * queued and the releasing store did not take it again: if it is still free, the first
+ * queued owner gets it now, however long it has waited (1); when none is left, the
+ * release is announced on the key's channel, for waiters not queued yet.
  */
 const WAKE = script(`if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -286,6 +289,7 @@ local now = redis.call('TIME')
 if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1', '') == 1 then
   return 1
 end
+redis.call('PUBLISH', ARGV[2], 'released')
 return 0
 `);
 
@@ -489,7 +493,7 @@ class RedisLockStore {
   // Channels left without listeners: when (performance.now()), and the timer that
   // unsubscribes them once they have lingered.
   #idleSince = new Map();
-  // Keys released with owners queued, to hand over unless taken again (see #wakeSoon).
+  // Leases released with owners queued, to hand over unless taken again (#wakeLease).
   #wakes = new Set();
   #wakesScheduled = false;
   #handOffMs;
@@ -536,8 +540,7 @@ class RedisLockStore {
 
   /** The Redis names of `key`'s lease, token, queue and waiters, in script order. */
   #keys(key) {
-    const lease = this.#leaseKey(key);
-    return [lease, `${lease}:token`, `${lease}:queue`, `${lease}:waiters`];
+    return this.#keysOfLease(this.#leaseKey(key));
   }
 
   #channel(key) {
@@ -567,10 +570,12 @@ class RedisLockStore {
     // is never published to a channel nobody listens on yet, and a store that never
     // waits opens no subscriber connection. Until then a waiter is woken by the release
     // announcement, and its next try queues it.
-    const waits = queueOption(options);
-    const queue = waits && this.#grantsListening && !this.#closed;
+    // Options come from an engine on a store that grants on release: it is told of a
+    // lease already handed to the owner, and, when the try will wait, asks to queue.
+    const waits = options !== undefined;
+    const queue = queueOption(options) && this.#grantsListening && !this.#closed;
     // Taking the key again, just after releasing it: no need to wake a queued owner.
-    if (this.#wakes.size > 0) this.#wakes.delete(key);
+    if (this.#wakes.size > 0) this.#wakes.delete(this.#leaseKey(key));
     const sentAt = performance.now();
     const reply = await this.#run(ACQUIRE, this.#keys(key), [
       owner,
@@ -604,36 +609,40 @@ class RedisLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
-    const reply = await this.#run(RELEASE, this.#keys(key), [
-      owner,
-      this.#channel(key),
-      this.#handOffMs,
-      this.#checkHeard,
-      this.#grantsListening ? this.#grantChannel : '',
-    ]);
+    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, this.#channel(key)));
     if (Number(reply) === 2) {
-      this.#wakeSoon(key);
+      this.#wakeLease(this.#leaseKey(key));
       return true;
     }
     return toFlag(reply, 'release');
   }
 
+  /** RELEASE's arguments for `owner`'s lease, announced on `channel`. */
+  #releaseArgs(owner, channel) {
+    return [owner, channel, this.#handOffMs, this.#checkHeard, this.#grantsListening ? this.#grantChannel : ''];
+  }
+
+  /** The Redis names of a lease's key, from the lease's name, in script order. */
+  #keysOfLease(lease) {
+    return [lease, `${lease}:token`, `${lease}:queue`, `${lease}:waiters`];
+  }
+
   /**
-   * The key was released while owners are queued, none of them for the hand-off time
+   * The lease was released while owners are queued, none of them for the hand-off time
    * yet. Code that releases a lock often takes it again at once (a loop of executions):
    * the key is left to that, as every polling lock lets it be, instead of waking another
    * process for each release. If this store does not ask for the key again before the
    * event loop's next turn, the first queued owner is handed the key (WAKE).
    */
-  #wakeSoon(key) {
-    this.#wakes.add(key);
+  #wakeLease(lease) {
+    this.#wakes.add(lease);
     if (this.#wakesScheduled) return;
     this.#wakesScheduled = true;
     nextTurn(() => {
       this.#wakesScheduled = false;
-      const keys = [...this.#wakes];
+      const leases = [...this.#wakes];
       this.#wakes.clear();
-      for (const k of keys) this.#run(WAKE, this.#keys(k), [this.#checkHeard]).catch(noop);
+      for (const l of leases) this.#run(WAKE, this.#keysOfLease(l), [this.#checkHeard, `${l}:released`]).catch(noop);
     });
   }
 
@@ -723,22 +732,28 @@ class RedisLockStore {
       owner = rest.subarray(0, length).toString();
       lease = rest.subarray(length).toString();
     }
+    const channel = `${lease}:released`;
     const queued = this.#queued.get(owner);
-    if (queued === undefined || this.#leaseKey(queued.key) !== lease) {
-      // Not an owner this store queued (or no longer known): a grant its own try has
-      // already been answered with, or a message that overtook the reply that queued
-      // it. The key's waiters are told as of a release: one that the lease is for
-      // gets it from its next try. Nothing is released: the owner may hold it.
-      this.#listeners.notify(`${lease}:released`);
-      return;
-    }
-    this.#queued.delete(owner);
     // The grant came after the try that queued the owner reached Redis, so no earlier
-    // than that try was sent: on this process's clock alone, at most this long ago.
-    const age = Math.max(0, performance.now() - queued.sentAt);
-    const key = queued.key;
-    if (!this.#listeners.offer(this.#channel(key), { owner, fencingToken, age })) {
-      this.release(key, owner).catch(noop);
+    // than that try was sent: on this process's clock alone, at most this long ago. An
+    // owner this store does not know (the message overtook the answer to the try that
+    // queued it, or it was answered with the lease already) has no age: its engine
+    // counts from its try in flight, or asks again.
+    let age;
+    if (queued !== undefined && this.#leaseKey(queued.key) === lease) {
+      this.#queued.delete(owner);
+      age = Math.max(0, performance.now() - queued.sentAt);
+    }
+    // Claimed by a waiter, or by the holder of this very lease (a duplicate). A grant
+    // nobody claims (its waiter gave up) is released, so that it passes on to the next
+    // waiter instead of blocking the key for a ttl.
+    if (!this.#listeners.offer(channel, { owner, fencingToken, age })) {
+      this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, channel)).then(
+        (reply) => {
+          if (Number(reply) === 2) this.#wakeLease(lease);
+        },
+        noop,
+      );
     }
   }
 

@@ -115,6 +115,10 @@ pub enum Effect {
         owner: String,
         /// The lease length asked for (unused by `release`).
         ttl: Millis,
+        /// An acquire on a store that grants on release ([`Wake::Grant`]): true when a
+        /// "held" answer leaves the execution waiting (its `wait` has not run out), so
+        /// the store should queue the owner for a grant.
+        queue: bool,
     },
     /// Every lock of the execution is held: run its callback (or hand out the lease).
     Run {
@@ -837,49 +841,69 @@ impl Engine {
     }
 
     /// A store that grants on release ([`Wake::Grant`]) handed the lease on `key` to
-    /// `owner` with fencing token `token`, at most `age` ms ago by this engine's clock.
-    /// Returns whether the grant was this engine's: for its first waiter on the key, or
-    /// for a lease it already holds. A grant it does not claim is left to the store,
-    /// which may have other listeners to offer it to, and releases it when nobody claims
-    /// it.
+    /// `owner` with fencing token `token`, at most `age` ms ago by this engine's clock
+    /// (`None`: the store cannot tell, because the grant's message overtook the answer to
+    /// the try that queued the owner). Returns whether the grant was this engine's: for
+    /// one of its waiters on the key, or for a lease it already holds. A grant it does
+    /// not claim is left to the store, which may have other listeners to offer it to,
+    /// and releases it when nobody claims it.
     ///
-    /// The first waiter holds the lease from `age` ms ago, as if it had sent an acquire
-    /// then: the lease counts from that moment, and a try still in flight is forgotten
-    /// (its answer is this same lease, or "held"). A grant already too old to count on
-    /// is not run: the waiter asks again, and a store that grants on release answers a
-    /// waiter's try with the lease it was handed, counted again from that try.
-    pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Millis) -> bool {
+    /// The waiter holds the lease from `age` ms ago, as if it had sent an acquire then
+    /// (without an age: from when its try still in flight was sent, the try that queued
+    /// it), and that try is forgotten: its answer is this same lease, or "held". A grant
+    /// too old to count on is not run: the waiter asks again, and a store that grants on
+    /// release answers a waiter's try with the lease it was handed, counted again from
+    /// that try.
+    pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Option<Millis>) -> bool {
         self.tick();
         let now = self.time;
         if !matches!(store, StoreRef::External { .. }) {
             return false;
         }
+        let Some((exec, layer, held)) = self.find_owner(store, key, owner) else { return false };
+        if held {
+            // Granted already by the owner's own try, whose answer came first.
+            return true;
+        }
+        let Some(l) = self.layer_mut(exec, layer) else { return false };
+        let ttl = l.spec.ttl;
+        let LayerState::Acquiring(a) = &mut l.state else { return false };
+        a.release_seen = false;
+        let in_flight = a.in_flight.take();
+        if let Some((request, _)) = in_flight {
+            self.requests.remove(&request);
+        }
+        let since = match (age, in_flight) {
+            (Some(age), _) => Some(now.saturating_sub(age)),
+            (None, Some((_, sent_at))) => Some(sent_at),
+            (None, None) => None,
+        };
+        match since {
+            Some(since) if since.saturating_add(ttl) > now => {
+                self.on_try(exec, layer, since, TryResult::Granted(token))
+            }
+            _ => self.try_acquire(exec, layer),
+        }
+        true
+    }
+
+    /// The layer that acquires (`held`: false) or holds (true) `key` on `store` under
+    /// `owner`. The first waiter is looked at first; other executions are searched only
+    /// when it is not the one (a grant for a later waiter, or a duplicate).
+    fn find_owner(&self, store: StoreRef, key: &str, owner: &str) -> Option<(u32, u32, bool)> {
+        let matches = |l: &Layer| l.owner == owner && l.spec.store == store && l.spec.key == key;
         if let Some(head) = self.queues.head(store, key) {
-            let layer = self.execs.get(&head).map_or(0, current_layer);
-            let ttl = match self.layer_mut(head, layer) {
-                Some(l) if l.owner == owner && matches!(l.state, LayerState::Acquiring(_)) => l.spec.ttl,
-                _ => 0,
-            };
-            if ttl > 0 {
-                let a = self.acquiring_mut(head, layer).expect("acquiring");
-                a.release_seen = false;
-                if let Some((request, _)) = a.in_flight.take() {
-                    self.requests.remove(&request);
-                }
-                let since = now.saturating_sub(age);
-                if since.saturating_add(ttl) <= now {
-                    self.try_acquire(head, layer);
-                } else {
-                    self.on_try(head, layer, since, TryResult::Granted(token));
-                }
-                return true;
+            let e = self.execs.get(&head)?;
+            let layer = current_layer(e);
+            if e.layers.get(layer as usize).is_some_and(|l| matches(l) && matches!(l.state, LayerState::Acquiring(_))) {
+                return Some((head, layer, false));
             }
         }
-        // Granted already by the owner's own try, whose answer came first. (A lease that
-        // is being released or was lost is not claimed: the store releases it.)
-        self.execs.values().any(|e| {
-            e.layers.iter().any(|l| {
-                l.owner == owner && l.spec.store == store && l.spec.key == key && matches!(l.state, LayerState::Held(_))
+        self.execs.iter().find_map(|(&exec, e)| {
+            e.layers.iter().enumerate().find_map(|(i, l)| match l.state {
+                LayerState::Acquiring(_) if matches(l) => Some((exec, i as u32, false)),
+                LayerState::Held(_) if matches(l) => Some((exec, i as u32, true)),
+                _ => None,
             })
         })
     }
@@ -1437,6 +1461,7 @@ impl Engine {
             key,
             owner,
             ttl: 0,
+            queue: false,
         });
     }
 
@@ -1580,6 +1605,9 @@ impl Engine {
         self.requests.insert(request, Request { origin, method, sent_at: now, ttl });
         if let Some((exec, layer)) = layer_of {
             let l = &self.execs[&exec].layers[layer as usize];
+            let queue = method == StoreMethod::Acquire
+                && matches!(l.spec.store, StoreRef::External { wake: Wake::Grant, .. })
+                && matches!(&l.state, LayerState::Acquiring(a) if a.deadline.is_none_or(|d| d > now));
             self.effects.push_back(Effect::StoreCall {
                 request,
                 exec,
@@ -1588,6 +1616,7 @@ impl Engine {
                 key: l.spec.key.clone(),
                 owner: l.owner.clone(),
                 ttl: l.spec.ttl,
+                queue,
             });
         }
         request

@@ -92,8 +92,8 @@ pub fn store_ref(kind: u32, store: u32) -> Result<StoreRef, LockError> {
 
 /// Hands a store's grant ([`Engine::granted`]) to the engine, from host numbers, and
 /// returns [`status::GRANT_CLAIMED`] when the engine claimed it (else 0): the
-/// token must be a non-negative safe integer, the age a non-negative number of
-/// milliseconds (rounded up: the lease is taken to be older, never younger).
+/// token must be a non-negative safe integer, the age a number of milliseconds (rounded
+/// up: the lease is taken to be older, never younger; negative: unknown).
 ///
 /// # Errors
 /// An argument error for an unknown store kind, a bad token or a bad age.
@@ -114,10 +114,11 @@ pub fn granted(
         )
         .into());
     }
-    if age.is_nan() || age < 0.0 {
-        return Err(ArgError::range("age", "a grant's age must be a non-negative number of milliseconds".into()).into());
+    if age.is_nan() {
+        return Err(ArgError::range("age", "a grant's age must be a number of milliseconds".into()).into());
     }
-    let claimed = engine.granted(store, key, owner, token as u64, age.ceil().min(u64::MAX as f64) as Millis);
+    let age = (age >= 0.0).then(|| age.ceil().min(u64::MAX as f64) as Millis);
+    let claimed = engine.granted(store, key, owner, token as u64, age);
     Ok(if claimed { status::GRANT_CLAIMED } else { 0 })
 }
 
@@ -215,7 +216,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 ///
 /// | kind | fields |
 /// | --- | --- |
-/// | 1 call | `request`, `exec` (0: none waits), `store`; a = method, b = ttl, c = string index of the key (the owner follows it) |
+/// | 1 call | `request`, `exec` (0: none waits), `store`; `layer` = 1 to queue the owner (an acquire that waits, on a store that grants on release); a = method, b = ttl, c = string index of the key (the owner follows it) |
 /// | 2 run | `exec`; b = the innermost token (-1 when none) |
 /// | 3 lost | `exec`, `layer` |
 /// | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
@@ -278,10 +279,19 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     }
     while let Some(effect) = engine.take_effect() {
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
-            Effect::StoreCall { request, exec, store, method, key, owner, ttl } => {
+            Effect::StoreCall { request, exec, store, method, key, owner, ttl, queue } => {
                 let at = text(strings, key);
                 text(strings, owner);
-                [1.0, exec.into(), 0.0, request.into(), store.into(), method_code(method), ttl as f64, at]
+                [
+                    1.0,
+                    exec.into(),
+                    f64::from(u8::from(queue)),
+                    request.into(),
+                    store.into(),
+                    method_code(method),
+                    ttl as f64,
+                    at,
+                ]
             }
             Effect::Run { exec } => {
                 // The innermost token comes along, saving the host a call per handover.

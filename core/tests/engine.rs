@@ -622,7 +622,7 @@ fn a_grant_runs_the_first_waiter_without_a_try_and_its_lease_counts_from_the_gra
     let a = waiting_on_granting_store(&mut e, 1, 3_000, None);
     e.advance(20).unwrap();
     assert!(drain(&mut e).is_empty(), "no poll before 50 ms");
-    assert!(e.granted(GRANTING, "k", &a.owner, 77, 5));
+    assert!(e.granted(GRANTING, "k", &a.owner, 77, Some(5)));
     let (calls, effects) = split(&mut e);
     assert!(calls.is_empty(), "no try after a grant: {calls:?}");
     assert!(ran(&effects, 1));
@@ -642,7 +642,7 @@ fn a_grant_crossing_a_try_in_flight_wins_and_the_try_is_ignored() {
     e.advance(50).unwrap();
     let poll = only_call(&mut e, StoreMethod::Acquire);
     assert_eq!(poll.owner, first.owner);
-    e.granted(GRANTING, "k", &first.owner, 9, 0);
+    e.granted(GRANTING, "k", &first.owner, 9, Some(0));
     assert!(ran(&drain(&mut e), 1));
     // The poll reached the store after the grant: the store says the lease is this
     // owner's. Nothing may be released or tried because of it.
@@ -651,7 +651,7 @@ fn a_grant_crossing_a_try_in_flight_wins_and_the_try_is_ignored() {
     assert!(e.layer_held(1, 0));
     // And a duplicate of the grant (the message after the try) is claimed and changes
     // nothing either.
-    assert!(e.granted(GRANTING, "k", &first.owner, 9, 0));
+    assert!(e.granted(GRANTING, "k", &first.owner, 9, Some(0)));
     assert!(drain(&mut e).is_empty());
     assert!(e.layer_held(1, 0));
 }
@@ -665,7 +665,7 @@ fn a_grant_to_a_waiter_that_gave_up_is_not_claimed() {
     e.answer(last.request, Answer::Acquired(None));
     let effects = drain(&mut e);
     assert!(matches!(settled(&effects, 1), Some(Outcome::Error(LockError::NotAcquired { .. }))), "{effects:?}");
-    assert!(!e.granted(GRANTING, "k", &a.owner, 12, 0), "not claimed: the store passes it on");
+    assert!(!e.granted(GRANTING, "k", &a.owner, 12, Some(0)), "not claimed: the store passes it on");
     assert!(drain(&mut e).is_empty());
 }
 
@@ -673,7 +673,7 @@ fn a_grant_to_a_waiter_that_gave_up_is_not_claimed() {
 fn a_grant_older_than_its_ttl_is_not_run_and_the_waiter_asks_again() {
     let mut e = Engine::with_fake_clock(10_000, [42; 32]);
     let a = waiting_on_granting_store(&mut e, 1, 1_000, None);
-    assert!(e.granted(GRANTING, "k", &a.owner, 12, 1_000), "claimed: it was for this waiter");
+    assert!(e.granted(GRANTING, "k", &a.owner, 12, Some(1_000)), "claimed: it was for this waiter");
     let (calls, effects) = split(&mut e);
     assert!(!ran(&effects, 1));
     // Nothing is released (by owner alone, a release could hit a later grant to the same
@@ -693,10 +693,10 @@ fn a_late_copy_of_a_grant_for_a_lease_being_released_is_not_claimed() {
     let poll = only_call(&mut e, StoreMethod::Acquire);
     e.answer(poll.request, Answer::Acquired(Some(9)));
     assert!(ran(&drain(&mut e), 1));
-    assert!(e.granted(GRANTING, "k", &a.owner, 9, 0), "held: a duplicate, claimed");
+    assert!(e.granted(GRANTING, "k", &a.owner, 9, Some(0)), "held: a duplicate, claimed");
     assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
     assert_eq!(only_call(&mut e, StoreMethod::Release).owner, a.owner);
-    assert!(!e.granted(GRANTING, "k", &a.owner, 9, 0), "being released: left to the store");
+    assert!(!e.granted(GRANTING, "k", &a.owner, 9, Some(0)), "being released: left to the store");
     assert!(drain(&mut e).is_empty());
 }
 
@@ -704,9 +704,76 @@ fn a_late_copy_of_a_grant_for_a_lease_being_released_is_not_claimed() {
 fn a_grant_for_someone_else_is_not_claimed_and_runs_nobody() {
     let mut e = engine();
     waiting_on_granting_store(&mut e, 1, 3_000, None);
-    assert!(!e.granted(GRANTING, "k", "a-stranger", 12, 0));
+    assert!(!e.granted(GRANTING, "k", "a-stranger", 12, Some(0)));
     assert!(drain(&mut e).is_empty(), "another listener's grant is none of this engine's business");
     assert!(!e.layer_held(1, 0));
+}
+
+#[test]
+fn a_grant_without_an_age_counts_from_the_try_in_flight_or_is_asked_for_again() {
+    let mut e = engine();
+    let a = waiting_on_granting_store(&mut e, 1, 3_000, None);
+    e.advance(50).unwrap();
+    let poll = only_call(&mut e, StoreMethod::Acquire);
+    e.advance(10).unwrap();
+    // The message overtook the answer to the try sent at 50: the lease counts from 50.
+    assert!(e.granted(GRANTING, "k", &a.owner, 9, None));
+    assert!(ran(&drain(&mut e), 1));
+    e.answer(poll.request, Answer::Acquired(None));
+    assert!(drain(&mut e).is_empty(), "the overtaken answer is ignored");
+    e.advance(989).unwrap();
+    assert!(drain(&mut e).is_empty(), "not renewed before 1050");
+    e.advance(1).unwrap();
+    only_call(&mut e, StoreMethod::Renew);
+
+    // No try in flight: nothing to count from, so the waiter asks (and is answered with
+    // the lease if it is its own).
+    let b = waiting_on_granting_store(&mut e, 2, 3_000, None);
+    assert!(e.granted(GRANTING, "k", &b.owner, 10, None));
+    let retry = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(retry.owner, b.owner);
+}
+
+#[test]
+fn a_grant_for_a_waiter_behind_the_first_runs_that_waiter() {
+    let mut e = engine();
+    waiting_on_granting_store(&mut e, 1, 3_000, None);
+    let second = waiting_on_granting_store(&mut e, 2, 3_000, None);
+    assert!(e.granted(GRANTING, "k", &second.owner, 12, Some(0)));
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 2), "{effects:?}");
+    assert!(!ran(&effects, 1));
+    assert!(!e.layer_held(1, 0));
+}
+
+#[test]
+fn only_an_acquire_that_will_wait_asks_a_granting_store_to_queue_it() {
+    // The queue flags of the acquires asked for, each answered "held".
+    let queued = |e: &mut Engine| -> Vec<bool> {
+        let calls: Vec<(u32, bool)> = drain(e)
+            .into_iter()
+            .filter_map(|eff| match eff {
+                Effect::StoreCall { method: StoreMethod::Acquire, request, queue, .. } => Some((request, queue)),
+                _ => None,
+            })
+            .collect();
+        for &(request, _) in &calls {
+            e.answer(request, Answer::Acquired(None));
+        }
+        drain(e);
+        calls.into_iter().map(|(_, queue)| queue).collect()
+    };
+    let mut e = engine();
+    e.start(1, vec![lock(GRANTING, "k", 3_000, Some(0))], ExecOptions::default()).unwrap();
+    assert_eq!(queued(&mut e), vec![false], "wait 0: fail fast, never queued");
+    e.start(2, vec![lock(GRANTING, "j", 3_000, Some(100))], ExecOptions::default()).unwrap();
+    assert_eq!(queued(&mut e), vec![true], "the first try of an execution that waits");
+    e.advance(50).unwrap();
+    assert_eq!(queued(&mut e), vec![true], "a poll before the deadline");
+    e.advance(50).unwrap();
+    assert_eq!(queued(&mut e), vec![false], "the last try, at the deadline");
+    e.start(3, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(queued(&mut e), vec![false], "a store that does not grant");
 }
 
 #[test]
@@ -721,7 +788,7 @@ fn on_a_granting_store_the_next_waiter_asks_as_soon_as_it_is_first() {
         e.answer(poll.request, Answer::Acquired(None));
     }
     drain(&mut e);
-    e.granted(GRANTING, "k", &a.owner, 12, 0);
+    e.granted(GRANTING, "k", &a.owner, 12, Some(0));
     let (calls, effects) = split(&mut e);
     assert!(ran(&effects, 1));
     assert_eq!(calls.len(), 1, "{calls:?}");
