@@ -83,16 +83,18 @@ const FORGET_QUEUED_MS = 60_000;
 /*
  * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, token retention ms,
  * the store's grant channel ('' when the store cannot take grants now), queue entry
- * validity ms, '1' when the caller waits for the key (the engine, on a store that
- * grants on release).
+ * validity ms, '1' when the caller is an engine on a store that grants on release,
+ * the store's hand-off ms.
  * Held, for a caller that waits: when the lease is this very owner's (a release handed
  * it over and the message was lost or is late) its token, with the lease counted again
  * from now, so that the caller, which counts it from when it sent this try, never
  * believes in it longer than Redis does; otherwise the owner is queued (or its entry
  * refreshed, keeping its place and its waiting time) when a channel is given. Held for
  * anyone else: false. A waiting caller that takes the key leaves the queue, and, while
- * others are queued, starts its store's turn (see GRANT_FIRST) unless it is that
- * store's already.
+ * others are queued, starts its store's turn (see GRANT_FIRST) unless the turn is that
+ * store's already or another store's turn began less than ARGV[7] (its hand-off ms)
+ * ago: a store that takes the key within another's turn does not start a turn of its
+ * own, so stores trading the key between them cannot keep a third waiting.
  * Free means "the lease key does not exist": Redis expiry decides liveness.
  * token = max(stored token + 1, server time in microseconds). The stored token keeps the
  * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
@@ -155,9 +157,14 @@ if asked and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
   redis.call('LREM', KEYS[3], 1, ARGV[1])
 end
 if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+  local now_ms = math.floor(tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000)
   local slice = redis.call('HGET', KEYS[4], '')
-  if not slice or string.match(slice, '^%d+ (.*)$') ~= ARGV[4] then
-    redis.call('HSET', KEYS[4], '', string.format('%.0f ', math.floor(tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000)) .. ARGV[4])
+  local since, channel
+  if slice then
+    since, channel = string.match(slice, '^(%d+) (.*)$')
+  end
+  if channel ~= ARGV[4] and (not since or now_ms - tonumber(since) >= tonumber(ARGV[7])) then
+    redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. ARGV[4])
   end
 end
 return token
@@ -177,9 +184,8 @@ return 0
  * time, or the releasing owner's own) from the head of the queue; when the first live
  * owner has waited at least `starving_ms`, and the store on `holder_channel` has had
  * the key that long (its turn, recorded under the waiters hash's field '' as
- * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued) or the
- * owner has waited twice that (so that stores trading the key between them cannot
- * starve a third), it gets the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
+ * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued), it gets
+ * the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
  * and a message on its store's channel:
  *   "<token> <owner length in bytes> <owner><lease name>"
  * With `check`, a message that reached no subscriber (that store closed, or its process
@@ -208,8 +214,7 @@ const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, 
       until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
     end
     if owner ~= releasing and until_ms and tonumber(until_ms) > now_ms then
-      local waited = now_ms - tonumber(since)
-      if waited < starving_ms or (slice_fresh and waited < 2 * starving_ms) then
+      if slice_fresh or now_ms - tonumber(since) < starving_ms then
         return 2
       end
       redis.call('LPOP', KEYS[3])
@@ -584,6 +589,7 @@ class RedisLockStore {
       queue ? this.#grantChannel : '',
       String(QUEUE_ENTRY_MS),
       waits ? '1' : '0',
+      this.#handOffMs,
     ]);
     if (reply == null) {
       if (queue) this.#rememberQueued(owner, key, sentAt);
