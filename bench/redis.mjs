@@ -4,13 +4,12 @@
 //
 // Every loop is bounded by its count and by a deadline.
 
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisServer } from '../js-tests/support/redis.mjs';
 import { createRedisLock } from './adapters/redis.mjs';
 import { connect } from './support/redis-client.mjs';
-import { runChild } from './support/children.mjs';
+import { readyThenWaitForGo, runChild } from './support/children.mjs';
 import { gaps, quantiles } from './support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -69,11 +68,7 @@ async function contendedWorker(lib, { port, key, count, deadlineMs, ttlMs, waitM
   const lastHolder = `${key}:last`;
   const me = `${process.pid}`;
   let followedSelf = 0;
-  const lines = createInterface({ input: process.stdin });
-  const go = new Promise((resolve) => lines.once('line', resolve));
-  process.stdout.write('{"ready":true}\n');
-  await go;
-  lines.close();
+  await readyThenWaitForGo();
   const waits = [];
   let violations = 0;
   let completed = 0;

@@ -8,9 +8,8 @@
 // Starts its own redis-server; LEASEHOLD_ENGINE picks the engine.
 
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
 import { commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
-import { startChild } from '../support/children.mjs';
+import { readyThenWaitForGo, startChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -87,11 +86,7 @@ async function worker({ port, key, count, linger }) {
     };
   };
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key, store, ttl: 10_000, wait: 60_000 }).build();
-  const lines = createInterface({ input: process.stdin });
-  const go = new Promise((resolve) => lines.once('line', resolve));
-  process.stdout.write('{"ready":true}\n');
-  await go;
-  lines.close();
+  await readyThenWaitForGo();
   const waits = [];
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();

@@ -4,6 +4,7 @@
 // exit of this process whatever happened.
 
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 
 const live = new Set();
 process.on('exit', () => {
@@ -69,4 +70,13 @@ export function startChild(script, payload, { env = {}, nodeArgs = [], timeoutMs
 export function runChild(script, payload, options) {
   const child = startChild(script, payload, options);
   return child.result;
+}
+
+/** The child's side of `startChild`: says it is ready, then waits for the start line. */
+export async function readyThenWaitForGo() {
+  const lines = createInterface({ input: process.stdin });
+  const go = new Promise((resolve) => lines.once('line', resolve));
+  process.stdout.write('{"ready":true}\n');
+  await go;
+  lines.close();
 }
