@@ -428,6 +428,19 @@ describe('wake-on-release', () => {
 });
 
 describe('handover through the Redis queue', () => {
+  /** A holds `key` through `store` until `release()`; `settled` resolves to its token. */
+  async function holdUntilReleased(store, key) {
+    const holding = deferred();
+    const released = deferred();
+    const settled = lock({ key, store, ttl: '30s' }).execute(async () => {
+      holding.resolve();
+      await released.promise;
+      return getLockToken();
+    });
+    await within(2000, 'A holds the key', holding.promise);
+    return { release: () => released.resolve(), settled: within(2000, 'A settled', settled) };
+  }
+
   // B's execution gives up waiting while its owner is still queued in Redis; A's release
   // then hands the lease to that owner (it waited past handOffAfter). B's store finds no
   // waiter to claim it and releases it at once: the key is free again within a round
@@ -438,20 +451,13 @@ describe('handover through the Redis queue', () => {
     const storeA = newStore({ client: await newClient(KINDS[0], server.port), prefix });
     const storeB = newStore({ client: await newClient(KINDS[0], server.port), prefix });
     const storeC = newStore({ client: await newClient(KINDS[0], server.port), prefix });
-    const holdingA = deferred();
-    const releaseA = deferred();
-    const a = lock({ key, store: storeA, ttl: '30s' }).execute(async () => {
-      holdingA.resolve();
-      await releaseA.promise;
-      return getLockToken();
-    });
-    await within(2000, 'A holds the key', holdingA.promise);
+    const a = await holdUntilReleased(storeA, key);
     const b = lock({ key, store: storeB, ttl: '30s', wait: 150 }).execute(() => 'B ran');
     await assert.rejects(within(2000, 'B gives up', b), { code: 'LOCK_NOT_ACQUIRED' });
     const queued = await call(server.port, ['LLEN', `${prefix}:{${key}}:queue`]);
     assert.equal(queued, 1, "B's owner is still queued in Redis");
-    releaseA.resolve();
-    const tokenA = await within(2000, 'A settled', a);
+    a.release();
+    const tokenA = await a.settled;
     await waitFor('the key to be free again', async () => !(await storeC.isLocked(key)), { timeoutMs: 2000, intervalMs: 5 });
     const tokenC = await within(2000, 'C ran', lock({ key, store: storeC, ttl: '30s' }).execute(() => getLockToken()));
     assert.ok(tokenC > tokenA, `C's token ${tokenC} > A's ${tokenA}`);
@@ -464,13 +470,7 @@ describe('handover through the Redis queue', () => {
     const prefix = 'fail-fast';
     const storeA = newStore({ client: await newClient(KINDS[0], server.port), prefix });
     const storeB = newStore({ client: await newClient(KINDS[0], server.port), prefix });
-    const holdingA = deferred();
-    const releaseA = deferred();
-    const a = lock({ key, store: storeA, ttl: '30s' }).execute(async () => {
-      holdingA.resolve();
-      await releaseA.promise;
-    });
-    await within(2000, 'A holds the key', holdingA.promise);
+    const a = await holdUntilReleased(storeA, key);
     const waiter = lock({ key, store: storeB, ttl: '30s', wait: '10s' }).execute(() => getLockToken());
     const queue = `${prefix}:{${key}}:queue`;
     await waitFor('the waiter queued in Redis', async () => (await call(server.port, ['LLEN', queue])) === 1, { timeoutMs: 3000 });
@@ -478,8 +478,8 @@ describe('handover through the Redis queue', () => {
       await assert.rejects(lock({ key, store: storeB, ttl: '30s' }).execute(() => 'ran'), { code: 'LOCK_NOT_ACQUIRED' });
     }
     assert.equal(await call(server.port, ['LLEN', queue]), 1, 'the fail-fast tries left no owner in the queue');
-    releaseA.resolve();
-    await within(2000, 'A settled', a);
+    a.release();
+    await a.settled;
     assert.ok(Number.isSafeInteger(await within(2000, 'the waiter ran', waiter)));
   });
 
