@@ -428,7 +428,7 @@ describe('wake-on-release', () => {
 });
 
 describe('handover through the Redis queue', () => {
-  /** A holds `key` through `store` until `release()`; `settled` resolves to its token. */
+  /** A holds `key` through `store` until `release()`; `settled()` then resolves to its token. */
   async function holdUntilReleased(store, key) {
     const holding = deferred();
     const released = deferred();
@@ -438,7 +438,7 @@ describe('handover through the Redis queue', () => {
       return getLockToken();
     });
     await within(2000, 'A holds the key', holding.promise);
-    return { release: () => released.resolve(), settled: within(2000, 'A settled', settled) };
+    return { release: () => released.resolve(), settled: () => within(2000, 'A settled', settled) };
   }
 
   // B's execution gives up waiting while its owner is still queued in Redis; A's release
@@ -457,7 +457,7 @@ describe('handover through the Redis queue', () => {
     const queued = await call(server.port, ['LLEN', `${prefix}:{${key}}:queue`]);
     assert.equal(queued, 1, "B's owner is still queued in Redis");
     a.release();
-    const tokenA = await a.settled;
+    const tokenA = await a.settled();
     await waitFor('the key to be free again', async () => !(await storeC.isLocked(key)), { timeoutMs: 2000, intervalMs: 5 });
     const tokenC = await within(2000, 'C ran', lock({ key, store: storeC, ttl: '30s' }).execute(() => getLockToken()));
     assert.ok(tokenC > tokenA, `C's token ${tokenC} > A's ${tokenA}`);
@@ -479,7 +479,7 @@ describe('handover through the Redis queue', () => {
     }
     assert.equal(await call(server.port, ['LLEN', queue]), 1, 'the fail-fast tries left no owner in the queue');
     a.release();
-    await a.settled;
+    await a.settled();
     assert.ok(Number.isSafeInteger(await within(2000, 'the waiter ran', waiter)));
   });
 
