@@ -59,20 +59,33 @@ return {holders, last or ''}`;
  * DECR the counter without awaiting it: it goes out on the same connection before the
  * library's release, so Redis runs it before the next holder can enter, and the check
  * costs one round trip inside the lock, not two. Also counts how often this process
- * follows itself as holder.
+ * follows itself as holder. Before it says it is ready, it warms up: `warmup` executions
+ * of the same body on a key of its own (nobody waits for it), as scenario 4 does.
  */
-async function contendedWorker(lib, { port, key, count, deadlineMs, ttlMs, waitMs }) {
+async function contendedWorker(lib, { port, key, count, warmup, deadlineMs, ttlMs, waitMs }) {
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs });
+  const me = `${process.pid}`;
+  const body = (counter, lastHolder, onLast) => async () => {
+    const [holders, last] = await client.eval(ENTER, 2, counter, lastHolder, me);
+    onLast(Number(holders), last);
+    client.decr(counter).catch((error) => errors.push(`DECR: ${error?.message}`));
+  };
+  const errors = [];
+  const own = `${key}:warm:${me}`;
+  const warmBody = body(`${own}:holders`, `${own}:last`, () => {});
+  for (let i = 0; i < warmup; i++) await lock.run(own, warmBody);
   const counter = `${key}:holders`;
   const lastHolder = `${key}:last`;
-  const me = `${process.pid}`;
   let followedSelf = 0;
+  let violations = 0;
+  const enter = body(counter, lastHolder, (holders, last) => {
+    if (holders !== 1) violations += 1;
+    if (last === me) followedSelf += 1;
+  });
   await readyThenWaitForGo();
   const waits = [];
-  let violations = 0;
   let completed = 0;
-  const errors = [];
   const startedAt = performance.timeOrigin + performance.now();
   const cpu0 = process.cpuUsage();
   const deadline = performance.now() + deadlineMs;
@@ -81,10 +94,7 @@ async function contendedWorker(lib, { port, key, count, deadlineMs, ttlMs, waitM
     try {
       await lock.run(key, async () => {
         waits.push(performance.now() - asked);
-        const [holders, last] = await client.eval(ENTER, 2, counter, lastHolder, me);
-        if (Number(holders) !== 1) violations += 1;
-        if (last === me) followedSelf += 1;
-        client.decr(counter).catch((error) => errors.push(`DECR: ${error?.message}`));
+        await enter();
       });
       completed += 1;
     } catch (error) {
