@@ -3,7 +3,11 @@
 // grants releases hand over, and how
 // each try came about: inside a release announcement, or otherwise (first try, poll).
 //
-//   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR]
+//   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR] [--warmup=N]
+//
+// --warmup=N: each process first runs N executions alone on a key of its own (as
+// scenario 5 of run.mjs does). CPU is split between waiting (asking to holding) and
+// holding (holding to execute resolving, release included).
 //
 // Starts its own redis-server; LEASEHOLD_ENGINE picks the engine.
 
@@ -14,7 +18,7 @@ import { connect } from '../support/redis-client.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
-async function worker({ port, key, count, linger }) {
+async function worker({ port, key, count, linger, warmup }) {
   const api = (await import('../../lib/index.mjs')).default;
   const { RedisLockStore } = await import('../../lib/redis.mjs');
   const client = await connect(port);
@@ -85,24 +89,43 @@ async function worker({ port, key, count, linger }) {
       stop();
     };
   };
+  const body = (k) => async () => {
+    waiting = false;
+    const last = await client.getset(`${k}:last`, String(process.pid));
+    if (last === String(process.pid)) c.sameAsLast += 1;
+    await client.ping();
+  };
+  const own = `${key}:warm:${process.pid}`;
+  const warm = new api.ResiliencePipelineBuilder().addLock({ key: own, store, ttl: 10_000, wait: 60_000 }).build();
+  for (let i = 0; i < (warmup ?? 0); i++) await warm.execute(body(own));
+  for (const name of Object.keys(c)) c[name] = 0;
+  c.longWaits = 0;
+  c.cpuLongWaitsMs = 0;
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key, store, ttl: 10_000, wait: 60_000 }).build();
+  const run = body(key);
   await readyThenWaitForGo();
   const waits = [];
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
+  let cpuWaiting = 0;
   for (let i = 0; i < count; i++) {
     const asked = performance.now();
+    const askedCpu = process.cpuUsage();
     waiting = true;
-    await pipeline.execute(async () => {
-      waiting = false;
+    await pipeline.execute(() => {
       waits.push(performance.now() - asked);
-      const last = await client.getset(`${key}:last`, String(process.pid));
-      if (last === String(process.pid)) c.sameAsLast += 1;
-      await client.ping();
+      const held = process.cpuUsage(askedCpu);
+      cpuWaiting += held.user + held.system;
+      if (performance.now() - asked > 1) {
+        c.longWaits += 1;
+        c.cpuLongWaitsMs += (held.user + held.system) / 1000;
+      }
+      return run();
     });
   }
   const elapsedMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  c.cpuWaitingMs = cpuWaiting / 1000;
   c.cpuMs = (cpu.user + cpu.system) / 1000;
   c.sysMs = cpu.system / 1000;
   await store.close();
@@ -120,13 +143,14 @@ if (process.argv[2]?.startsWith('{')) {
 const processes = Number(process.argv[2] ?? 8);
 const perProcess = Number(process.argv[3] ?? 200);
 const linger = process.argv.includes('--linger');
+const warmup = Number(process.argv.find((a) => a.startsWith('--warmup='))?.slice('--warmup='.length) ?? 0);
 // --prof=DIR: every worker writes a V8 CPU profile there (summarise with profile/top.mjs).
 const profDir = process.argv.find((a) => a.startsWith('--prof='))?.slice('--prof='.length);
 const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir] : [];
 const server = await startRedisServer();
 try {
   const fleet = Array.from({ length: processes }, () =>
-    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger }, { timeoutMs: 120_000, nodeArgs }),
+    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger, warmup }, { timeoutMs: 120_000, nodeArgs }),
   );
   await Promise.all(fleet.map((f) => f.ready));
   const t0 = performance.now();
@@ -135,11 +159,14 @@ try {
   const wall = performance.now() - t0;
   const sum = (k) => outs.reduce((n, o) => n + o[k], 0);
   const total = processes * perProcess;
-  console.log(`${process.env.LEASEHOLD_ENGINE || 'native'}${linger ? ' --linger' : ''}: ${total} executions in ${wall.toFixed(0)} ms = ${((total / wall) * 1000).toFixed(0)}/s`);
+  console.log(`${process.env.LEASEHOLD_ENGINE || 'native'}${linger ? ' --linger' : ''}${warmup ? ` --warmup=${warmup}` : ''}: ${total} executions in ${wall.toFixed(0)} ms = ${((total / wall) * 1000).toFixed(0)}/s`);
   for (const k of ['tries', 'triesInWake', 'triesInTimer', 'grants', 'grantsOnRelease', 'subscribes', 'unsubscribes', 'wakes', 'wakesIdle', 'sameAsLast']) {
     console.log(`  ${k.padEnd(13)} ${String(sum(k)).padStart(7)}  (${(sum(k) / total).toFixed(2)} per execution)`);
   }
-  console.log(`  client CPU per execution (all processes): ${((sum('cpuMs') / total) * 1000).toFixed(0)} µs, of which system ${((sum('sysMs') / total) * 1000).toFixed(0)} µs`);
+  console.log(
+    `  client CPU per execution (all processes): ${((sum('cpuMs') / total) * 1000).toFixed(0)} µs, of which system ${((sum('sysMs') / total) * 1000).toFixed(0)} µs, while waiting ${((sum('cpuWaitingMs') / total) * 1000).toFixed(0)} µs`,
+  );
+  console.log(`  waits over 1 ms: ${sum('longWaits')}, CPU during each: ${((sum('cpuLongWaitsMs') / sum('longWaits')) * 1000).toFixed(0)} µs`);
   console.log(`  first tries ${total}; other tries (a retry after a release announced while a try was in flight) ${sum('tries') - sum('triesInWake') - sum('triesInTimer') - total}`);
   const stats = await commandStats(server.port);
   const perExecution = Object.entries(stats)
