@@ -154,6 +154,47 @@ describe('waiting', () => {
     assert.deepEqual(order, [...Array(25).keys()]);
   });
 
+  test('a handed-over lock settles the previous holder first, sync or async, value or throw', async () => {
+    const clock = new FakeTimeProvider();
+    const pipeline = pipelineOn(clock, { key: 'handover', wait: '1m' });
+    const settled = [];
+    const ran = [];
+    const callbacks = [
+      async () => {
+        ran.push(0);
+        await flush(1);
+        return 0;
+      },
+      () => (ran.push(1), 1),
+      async () => {
+        ran.push(2);
+        await flush(1);
+        throw new Error('two');
+      },
+      () => {
+        ran.push(3);
+        throw new Error('three');
+      },
+      async () => (ran.push(4), getLockToken()),
+    ];
+    const runs = callbacks.map((cb, i) =>
+      pipeline.execute(cb).then(
+        (value) => settled.push([i, 'value', value]),
+        (error) => settled.push([i, 'error', error.message]),
+      ),
+    );
+    await Promise.all(runs);
+    assert.deepEqual(ran, [0, 1, 2, 3, 4]);
+    assert.deepEqual(settled.map(([i]) => i), [0, 1, 2, 3, 4]);
+    assert.deepEqual(settled.slice(0, 4), [
+      [0, 'value', 0],
+      [1, 'value', 1],
+      [2, 'error', 'two'],
+      [3, 'error', 'three'],
+    ]);
+    assert.equal(typeof settled[4][2], 'number');
+  });
+
   test('tokens increase for every grant of a key', async () => {
     const clock = new FakeTimeProvider();
     const pipeline = pipelineOn(clock, { key: 'k', wait: '1m' });

@@ -276,6 +276,9 @@ function createApi(binding, options) {
       this.handing = true;
       try {
         rec.run();
+      } catch (error) {
+        // The previous holder is settled already: a failure here is this execution's.
+        rec.fail(error);
       } finally {
         this.handing = false;
       }
@@ -705,6 +708,7 @@ function createApi(binding, options) {
       if (ok) this.value = valueOrError;
       else this.error = valueOrError;
       let status;
+      let next = 0;
       try {
         // A handoff only where nothing else runs: not while effects are applied, nor
         // inside a handed-over execution (its own finish drains instead).
@@ -719,21 +723,30 @@ function createApi(binding, options) {
           status = host.status(word);
         } else {
           status = host.status(word % 256) & ~HANDOFF;
-          host.handoff(Math.floor(word / 256));
+          next = Math.floor(word / 256);
         }
       } catch (error) {
         return this.fail(error);
       }
       switch (status) {
         case SETTLED_VALUE:
-          return this.done(true, this.value);
+          this.done(true, this.value);
+          break;
         case SETTLED_CALLBACK_ERROR:
-          return this.done(false, this.error);
+          this.done(false, this.error);
+          break;
         case SETTLED_LOST:
-          return this.done(false, this.lostError(this.error));
+          this.done(false, this.lostError(this.error));
+          break;
         default:
-          return undefined; // a `settled` effect follows once the store answers
+          break; // a `settled` effect follows once the store answers
       }
+      // The next holder runs once this execution is settled: its settlement is queued
+      // first (FIFO, also when the next callback is synchronous), and what it starts
+      // (the caller's next execute) runs while the next holder awaits, not between the
+      // two holders.
+      if (next !== 0) host.handoff(next);
+      return undefined;
     }
 
     lostError(cause) {
