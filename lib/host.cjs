@@ -38,6 +38,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const EFFECT_WIDTH = 8;
 const NO_STRINGS = [];
 const METHODS = [undefined, 'acquire', 'renew', 'release'];
+// A call's method code for an acquire that asks a store that grants on release to queue
+// the owner.
+const QUEUED_ACQUIRE = 4;
 const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
 const ERROR_CODES = [undefined, 'LOCK_NOT_ACQUIRED', 'LOCK_LOST', 'LOCK_STORE_FAILED', 'ABORT_ERR', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE'];
 const EVENTS = [undefined, 'acquired', 'rejected', 'renewed', 'renewalFailed', 'lost', 'released', 'releaseFailed'];
@@ -316,15 +319,31 @@ function createApi(binding, options) {
     apply(n, i, strings) {
       const kind = n[i];
       if (kind === 1) {
+        const exec = n[i + 1];
+        const layer = n[i + 2];
+        const at = n[i + 7];
+        let key;
+        let owner;
+        if (at >= 0) {
+          key = strings[at];
+          owner = strings[at + 1];
+          // An acquire: its renewals and its release come without the text.
+          if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, key, owner);
+        } else {
+          const text = this.execs.get(exec)?.lockText;
+          key = text?.[2 * layer] ?? this.engine.layerKey(exec, layer);
+          owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(exec, layer);
+        }
+        const method = n[i + 5];
         return this.callStore({
           request: n[i + 3],
-          exec: n[i + 1],
+          exec,
           store: n[i + 4],
-          method: METHODS[n[i + 5]],
+          method: method === QUEUED_ACQUIRE ? 'acquire' : METHODS[method],
           ttl: n[i + 6],
-          key: strings[n[i + 7]],
-          owner: strings[n[i + 7] + 1],
-          queue: n[i + 2] === 1,
+          key,
+          owner,
+          queue: method === QUEUED_ACQUIRE,
         });
       }
       if (kind === 6) {
@@ -591,6 +610,16 @@ function createApi(binding, options) {
 
   // ---- executions -----------------------------------------------------------------------
 
+  /**
+   * Keeps the key and owner of an acquire of lock `layer` on its execution: the engine
+   * sends its renewals and its release without them (core/src/host.rs, flat effects).
+   */
+  function keepLockText(layer, key, owner) {
+    const text = (this.lockText ??= []);
+    text[2 * layer] = key;
+    text[2 * layer + 1] = owner;
+  }
+
   /** The error a `settled` effect with outcome `error` stands for. */
   function errorOf(fx, host, callerSignal, causes) {
     switch (fx.code) {
@@ -667,6 +696,8 @@ function createApi(binding, options) {
       this.reject = undefined;
       this.callerSignal = undefined;
       this.onCallerAbort = undefined;
+      // [key, owner, ...] of each lock's acquire on a JS store (`keepLockText`).
+      this.lockText = undefined;
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
@@ -830,6 +861,7 @@ function createApi(binding, options) {
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
   }
+  Execution.prototype.keepLockText = keepLockText;
 
   function resolveKey(lock, context) {
     let key = lock.key;
@@ -1021,6 +1053,8 @@ function createApi(binding, options) {
       this.store = undefined;
       this.resolve = undefined;
       this.reject = undefined;
+      // [key, owner] of the lease's acquire on a JS store (`keepLockText`).
+      this.lockText = undefined;
     }
 
     run() {
@@ -1034,7 +1068,8 @@ function createApi(binding, options) {
       }
       this.detachCaller();
       const engine = this.host.engine;
-      const handle = new LeaseHandle(this, this.key, engine.layerOwner(this.id, 0), engine.token(this.id));
+      const owner = this.lockText?.[1] ?? engine.layerOwner(this.id, 0);
+      const handle = new LeaseHandle(this, this.key, owner, engine.token(this.id));
       this.resolve(handle);
     }
 
@@ -1171,6 +1206,7 @@ function createApi(binding, options) {
       if (host.status(status % 256) === RUNNING) rec.run();
     });
   }
+  LeaseExecution.prototype.keepLockText = keepLockText;
 
   /**
    * Runs `fn` under one lock: `withLock(key, fn, options)`. Called without a function —

@@ -221,6 +221,11 @@ impl NativeEngine {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
     }
 
+    #[napi(catch_unwind)]
+    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_key(exec, layer).map(str::to_owned)
+    }
+
     /// The store threw (`bad` is `None`; the host keeps the thrown value under
     /// `request`) or answered with a wrong shape (`bad` says what was expected).
     #[napi(catch_unwind)]

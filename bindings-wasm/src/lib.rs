@@ -282,6 +282,12 @@ impl WasmEngine {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
     }
 
+    /// The key of lock `layer` of `exec`, `undefined` when none.
+    #[wasm_bindgen(js_name = layerKey)]
+    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_key(exec, layer).map(str::to_owned)
+    }
+
     /// The store threw (`bad` is `undefined`; the host keeps the thrown value under
     /// `request`) or answered with a wrong shape (`bad` says what was expected).
     #[wasm_bindgen(js_name = answerFailed)]

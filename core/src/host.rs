@@ -216,7 +216,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 ///
 /// | kind | fields |
 /// | --- | --- |
-/// | 1 call | `request`, `exec` (0: none waits), `store`; `layer` = 1 to queue the owner (an acquire that waits, on a store that grants on release); a = method, b = ttl, c = string index of the key (the owner follows it) |
+/// | 1 call | `request`, `exec` (0: none waits), `layer` (of `exec`), `store`; a = method; b = ttl; c = string index of the key (the owner follows it), or -1 for a renew or release of a lock (`exec` not 0): no text, the key and owner are those of the acquire of that same lock, which always comes first (and [`Engine::layer_key`], [`Engine::layer_owner`]) |
 /// | 2 run | `exec`; b = the innermost token (-1 when none) |
 /// | 3 lost | `exec`, `layer` |
 /// | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
@@ -224,14 +224,19 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 /// | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
 /// | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
 ///
-/// Codes: methods 1 acquire, 2 renew, 3 release; outcomes 1 value, 2 callback error, 3 not
-/// held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
+/// Codes: methods 1 acquire, 2 renew, 3 release, and for a call 4: an acquire that asks a
+/// store that grants on release to queue the owner (it waits); outcomes 1 value,
+/// 2 callback error, 3 not held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
 /// 4 aborted, 5 type error, 6 range error; events 1 acquired, 2 rejected, 3 renewed,
 /// 4 renewal failed, 5 lost, 6 released, 7 release failed.
 pub mod flat {
     /// Numbers per effect.
     pub const EFFECT_WIDTH: usize = 8;
 }
+
+/// The method code of an acquire that asks a store that grants on release to queue the
+/// owner.
+const QUEUED_ACQUIRE: f64 = 4.0;
 
 fn method_code(method: StoreMethod) -> f64 {
     match method {
@@ -279,19 +284,18 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     }
     while let Some(effect) = engine.take_effect() {
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
-            Effect::StoreCall { request, exec, store, method, key, owner, ttl, queue } => {
-                let at = text(strings, key);
-                text(strings, owner);
-                [
-                    1.0,
-                    exec.into(),
-                    f64::from(u8::from(queue)),
-                    request.into(),
-                    store.into(),
-                    method_code(method),
-                    ttl as f64,
-                    at,
-                ]
+            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue } => {
+                // The host keeps the key and owner of a lock's acquire for its renewals
+                // and its release.
+                let at = if exec != 0 && method != StoreMethod::Acquire {
+                    -1.0
+                } else {
+                    let at = text(strings, key);
+                    text(strings, owner);
+                    at
+                };
+                let method = if queue { QUEUED_ACQUIRE } else { method_code(method) };
+                [1.0, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
             }
             Effect::Run { exec } => {
                 // The innermost token comes along, saving the host a call per handover.

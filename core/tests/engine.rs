@@ -1039,3 +1039,40 @@ fn defined_locks_start_by_id_are_deduplicated_and_bounded() {
     }
     assert_eq!(e.define_lock(lock(MEM, "one too many", 1_000, None)).unwrap(), None);
 }
+
+// ---- store calls in flat form -------------------------------------------------------
+
+#[test]
+fn renewals_and_releases_of_a_lock_come_without_text() {
+    use leasehold_core::host::take_flat_effects;
+    let mut e = engine();
+    let (mut numbers, mut strings) = (Vec::new(), Vec::new());
+    e.start(1, vec![lock(GRANTING, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    // [header, kind, exec, layer, request, store, method, ttl, text]
+    assert_eq!(numbers[0], 2.0, "an acquire carries its key and owner");
+    assert_eq!((numbers[1], numbers[2], numbers[3], numbers[6]), (1.0, 1.0, 0.0, 4.0), "a queued acquire");
+    assert_eq!(strings[numbers[8] as usize], "k");
+    let owner = strings[numbers[8] as usize + 1].clone();
+    e.answer(numbers[4] as u32, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!(numbers[..], [0.0, 1.0, 1.0, 0.0, numbers[4], 4.0, 2.0, 3_000.0, -1.0], "a renewal, no text");
+    assert!(strings.is_empty());
+    e.finish(1, true).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!(numbers[..], [0.0, 1.0, 1.0, 0.0, numbers[4], 4.0, 3.0, 3_000.0, -1.0], "a release, no text");
+    assert_eq!(e.layer_key(1, 0), Some("k"));
+    assert_eq!(e.layer_owner(1, 0), Some(owner.as_str()));
+
+    // The release of a late grant belongs to no execution: it carries its text.
+    e.start(2, vec![lock(EXT, "j", 30_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.cancel(2);
+    drain(&mut e);
+    e.answer(acquire.request, Answer::Acquired(Some(2)));
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!((numbers[0], numbers[2], numbers[6]), (2.0, 0.0, 3.0), "exec 0, a release, with text");
+    assert_eq!((strings[0].as_str(), strings[1].as_str()), ("j", acquire.owner.as_str()));
+}
