@@ -44,6 +44,12 @@ const QUEUED_ACQUIRE = 4;
 const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
 const ERROR_CODES = [undefined, 'LOCK_NOT_ACQUIRED', 'LOCK_LOST', 'LOCK_STORE_FAILED', 'ABORT_ERR', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE'];
 const EVENTS = [undefined, 'acquired', 'rejected', 'renewed', 'renewalFailed', 'lost', 'released', 'releaseFailed'];
+// A store's answer may settle its execution in the status word (`answered`): as the
+// `settled` effect it stands for.
+const SETTLED_BY_STATUS = [];
+SETTLED_BY_STATUS[SETTLED_VALUE] = Object.freeze({ outcome: 'value' });
+SETTLED_BY_STATUS[SETTLED_CALLBACK_ERROR] = Object.freeze({ outcome: 'callbackError' });
+SETTLED_BY_STATUS[SETTLED_NOT_HELD] = Object.freeze({ outcome: 'notHeld' });
 
 /** The key of the fencing token in `context.properties`. */
 const LOCK_TOKEN = 'leasehold.lockToken';
@@ -406,7 +412,7 @@ function createApi(binding, options) {
     callStore(fx) {
       // Only a clean-up release can outlive every user of its store; it is then moot.
       const store = this.stores.get(fx.store)?.deref();
-      if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined));
+      if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined, false));
       // The request holds its store until answered, so a late grant can still be
       // released through it after every user of the store is gone.
       fx.target = store;
@@ -432,9 +438,9 @@ function createApi(binding, options) {
     answer(fx, value) {
       const engine = this.engine;
       if (fx.method === 'acquire') {
-        if (value === undefined || value === null) return this.guard(() => engine.answerAcquire(fx.request, undefined));
+        if (value === undefined || value === null) return this.answered(fx, true, undefined);
         const token = typeof value === 'object' ? value.fencingToken : undefined;
-        if (Number.isSafeInteger(token) && token >= 0) return this.guard(() => engine.answerAcquire(fx.request, token));
+        if (Number.isSafeInteger(token) && token >= 0) return this.answered(fx, true, token);
         const got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
         return this.guard(() =>
           engine.answerFailed(
@@ -447,7 +453,34 @@ function createApi(binding, options) {
         if (typeof value === 'boolean') return this.guard(() => engine.answerRenew(fx.request, value));
         return this.guard(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
       }
-      return this.guard(() => engine.answerRelease(fx.request, typeof value === 'boolean' ? value : undefined));
+      return this.answered(fx, false, typeof value === 'boolean' ? value : undefined);
+    }
+
+    /**
+     * Hands an acquire's answer (`acquire`: `value` is the token, or undefined) or a
+     * release's to the engine, which may give back, in the status word, the one thing
+     * left to do: run the execution (the answer granted its innermost lock: under that
+     * token) or settle it (the release was its last). No effect waits then. Only where
+     * nothing else runs (as for a handoff): a status word would overtake the effects
+     * being applied.
+     */
+    answered(fx, acquire, value) {
+      if (this.dead) return undefined;
+      const engine = this.engine;
+      const direct = !this.draining && !this.handing;
+      let word;
+      try {
+        word = acquire ? engine.answerAcquire(fx.request, value, direct) : engine.answerRelease(fx.request, value, direct);
+      } catch (error) {
+        this.die(fromEngine(error));
+        return undefined;
+      }
+      const status = this.status(word);
+      if (status === 0) return undefined;
+      const rec = this.execs.get(fx.exec);
+      if (rec === undefined) return undefined;
+      if (status === RUNNING) return rec.run(value);
+      return rec.settled(SETTLED_BY_STATUS[status]);
     }
 
     failed(fx, error) {
@@ -831,6 +864,7 @@ function createApi(binding, options) {
       }
     }
   }
+  Execution.prototype.keepLockText = keepLockText;
 
   // ---- pipelines --------------------------------------------------------------------
 
@@ -861,7 +895,6 @@ function createApi(binding, options) {
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
   }
-  Execution.prototype.keepLockText = keepLockText;
 
   function resolveKey(lock, context) {
     let key = lock.key;
@@ -1154,6 +1187,7 @@ function createApi(binding, options) {
 
     event() {}
   }
+  LeaseExecution.prototype.keepLockText = keepLockText;
 
   function checkStore(store) {
     const methods = ['acquire', 'renew', 'release'];
@@ -1206,7 +1240,6 @@ function createApi(binding, options) {
       if (host.status(status % 256) === RUNNING) rec.run();
     });
   }
-  LeaseExecution.prototype.keepLockText = keepLockText;
 
   /**
    * Runs `fn` under one lock: `withLock(key, fn, options)`. Called without a function —

@@ -999,6 +999,23 @@ impl Engine {
         }
     }
 
+    /// The only pending effect, if there is exactly one.
+    pub fn sole_effect(&self) -> Option<&Effect> {
+        match self.effects.len() {
+            1 => self.effects.front(),
+            _ => None,
+        }
+    }
+
+    /// The execution waiting for the answer to `request` (none for an unknown or
+    /// abandoned request).
+    pub fn request_exec(&self, request: u32) -> Option<u32> {
+        match self.requests.get(&request)?.origin {
+            Origin::Layer { exec, .. } => Some(exec),
+            Origin::Abandoned { .. } => None,
+        }
+    }
+
     /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
     /// is called no later than the earliest deadline, and so that the timer keeps the
     /// process alive only while some engine timer is live. The engine assumes the host

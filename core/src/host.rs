@@ -3,7 +3,7 @@
 //! means the napi and wasm bindings only convert types.
 
 use crate::duration;
-use crate::engine::{Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
+use crate::engine::{Answer, Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::Millis;
 
@@ -17,16 +17,21 @@ pub mod status {
     pub const TIMER_UNREF: u32 = 64;
     /// (Re)arm the host timer at `armAt()`.
     pub const TIMER_ARM: u32 = 128;
-    /// `start`: every lock was granted in the call; run the callback now.
+    /// `start`: every lock was granted in the call; run the callback now. Also an
+    /// acquire's answer that granted the innermost lock ([`answer_call`]): the token
+    /// is the one answered.
     pub const RUNNING: u32 = 1;
-    /// `finish`: settled in the call with the callback's value.
+    /// `finish`: settled in the call with the callback's value (also a release's
+    /// answer, [`answer_call`]).
     pub const SETTLED_VALUE: u32 = 2;
-    /// `finish`: settled in the call with the callback's error.
+    /// `finish`: settled in the call with the callback's error (also a release's
+    /// answer).
     pub const SETTLED_CALLBACK_ERROR: u32 = 3;
     /// `finish`: settled in the call with a `LockLostError` (the callback failed after
     /// a loss).
     pub const SETTLED_LOST: u32 = 4;
-    /// `finish` of a manual lease: released, but it had lapsed or been taken over.
+    /// `finish` of a manual lease (or a release's answer): released, but it had lapsed
+    /// or been taken over.
     pub const SETTLED_NOT_HELD: u32 = 5;
     /// `granted`: the grant was for this engine's waiter (or a lease it holds).
     pub const GRANT_CLAIMED: u32 = 1;
@@ -374,6 +379,45 @@ pub fn finish_call(
         Some(next) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
         None => f64::from(status),
     })
+}
+
+/// [`Engine::answer`] as hosts call it for a store's answer to `acquire` or `release`:
+/// the status word ([`status_flags`]). With `direct`, when no effect was pending and the
+/// answer leaves exactly one, the common one for the execution that made the request,
+/// that effect is taken and returned instead: its `run` as [`status::RUNNING`] when the
+/// answer granted its innermost lock (its token is the one just answered: JS stores'
+/// tokens may be too large to ride above the status bits), or its `settled` with the
+/// callback's value or error (or a manual lease "not held") as [`finish_status`] does.
+/// Anything else (telemetry events, other executions' effects, an error, a run under
+/// an inner lock's token) comes as effects. A host passes `direct` only where it can
+/// run or settle that execution at once: not while it applies effects, which would then
+/// run out of order.
+pub fn answer_call(engine: &mut Engine, request: u32, answer: Answer, direct: bool, arm_at: &mut f64) -> u32 {
+    let exec = if direct && !engine.has_effects() { engine.request_exec(request) } else { None };
+    let granted = match answer {
+        Answer::Acquired(token) => token,
+        _ => None,
+    };
+    engine.answer(request, answer);
+    let answered = exec.and_then(|exec| take_sole_answer(engine, exec, granted)).unwrap_or(0);
+    answered | status_flags(engine, arm_at)
+}
+
+/// Takes the only effect when it is `exec`'s `run` under the `granted` token or its plain
+/// `settled`; its status bits.
+fn take_sole_answer(engine: &mut Engine, exec: u32, granted: Option<u64>) -> Option<u32> {
+    let status = match engine.sole_effect()? {
+        Effect::Run { exec: e } if *e == exec && granted.is_some() && engine.token(exec) == granted => status::RUNNING,
+        Effect::Settled { exec: e, outcome } if *e == exec => match outcome {
+            Outcome::Value => status::SETTLED_VALUE,
+            Outcome::CallbackError => status::SETTLED_CALLBACK_ERROR,
+            Outcome::NotHeld => status::SETTLED_NOT_HELD,
+            Outcome::Error(_) => return None,
+        },
+        _ => return None,
+    };
+    engine.take_effect();
+    Some(status)
 }
 
 /// The status word for what [`Engine::finish`] returned.
