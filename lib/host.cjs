@@ -157,8 +157,6 @@ function createApi(binding, options) {
       this.more = false;
       this.dead = undefined;
       this.timer = undefined;
-      this.wantRef = false;
-      this.unrefPending = false;
       this.defaultStoreInstance = undefined;
     }
 
@@ -198,31 +196,18 @@ function createApi(binding, options) {
 
     housekeep(status) {
       if (status & TIMER_ARM) {
-        this.wantRef = true;
         this.arm(this.engine.armAt());
       } else if (status & TIMER_REF) {
-        this.wantRef = true;
         this.timer?.ref?.();
       } else if (status & TIMER_UNREF) {
-        this.wantRef = false;
-        this.unrefSoon();
+        // No engine timer is live: the process may exit. Unref'ing at once, and ref'ing
+        // again when the next execution starts, costs tens of nanoseconds; deferring it to
+        // the end of the turn with an immediate cost an extra turn of the event loop
+        // (about a microsecond) after every execution on a JS store, each of which ends
+        // in a turn of its own.
+        this.timer?.unref?.();
       }
       if (status & EFFECTS) this.drain();
-    }
-
-    // Executions often follow each other within one turn of the event loop: instead of
-    // unref'ing the timer after each and ref'ing it again for the next, unref it once the
-    // turn is over if the engine is still idle then.
-    unrefSoon() {
-      if (this.unrefPending || !this.timer?.unref) return;
-      if (typeof setImmediate !== 'function') return this.timer.unref();
-      this.unrefPending = true;
-      // A ref'd immediate: it keeps the loop for one more turn, and (unlike an unref'd
-      // one) it does not let the loop sleep until the engine timer fires.
-      setImmediate(() => {
-        this.unrefPending = false;
-        if (!this.wantRef) this.timer?.unref();
-      });
     }
 
     arm(at) {
