@@ -12,6 +12,7 @@ import {
   isRejection,
   getLockToken,
   LOCK_TOKEN,
+  acquireLock,
 } from './support/leasehold.mjs';
 import { flush, advance, deferred } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
@@ -618,5 +619,138 @@ describe('telemetry and settle', () => {
     assert.equal(failed.error.message, 'x');
     const bad = await pipeline.settle('not a function');
     assert.ok(bad.error instanceof TypeError);
+  });
+});
+
+// A JS store's answer may run or settle its execution in the engine's status word, and
+// its renewals and release come without text (the host keeps the acquire's key and
+// owner): what that must not change.
+describe("a JS store's answers", () => {
+  test('telemetry events arrive in order, before the execution settles, with another execution in flight', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock);
+    const events = [];
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e) })
+      .addLock({ key: (ctx) => ctx.operationKey, store, ttl: 3000 })
+      .build();
+    const settledAt = {};
+    const a = pipeline
+      .execute(async () => advance(clock, 1000), { operationKey: 'a' })
+      .then(() => (settledAt.a = events.length));
+    const b = pipeline.execute(async () => 'b', { operationKey: 'b' }).then(() => (settledAt.b = events.length));
+    await Promise.all([a, b]);
+    const of = (key) => events.filter((e) => e.key === key).map((e) => e.type);
+    assert.deepEqual(of('a'), ['acquired', 'renewed', 'released']);
+    assert.deepEqual(of('b'), ['acquired', 'released']);
+    const last = (key) => events.findLastIndex((e) => e.key === key) + 1;
+    assert.ok(settledAt.a >= last('a') && settledAt.b >= last('b'), 'released before settled');
+    const token = (key) => events.find((e) => e.key === key && e.type === 'acquired').fencingToken;
+    assert.equal(events.find((e) => e.key === 'a' && e.type === 'renewed').fencingToken, token('a'));
+  });
+
+  test("each lock's renewals and release carry that lock's key and owner, innermost released first", async () => {
+    const clock = new FakeTimeProvider();
+    const outer = recordingStore(clock);
+    const inner = recordingStore(clock);
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock })
+      .addLock({ key: 'outer', store: outer, ttl: 3000 })
+      .addLock({ key: (ctx) => `inner:${ctx.operationKey}`, store: inner, ttl: 6000 })
+      .build();
+    const token = await pipeline.execute(
+      async () => {
+        await advance(clock, 2000, 100);
+        return getLockToken();
+      },
+      { operationKey: 'x' },
+    );
+    assert.equal(token, 1, "the inner store's token");
+    for (const [store, key] of [
+      [outer, 'outer'],
+      [inner, 'inner:x'],
+    ]) {
+      const [acquire, ...rest] = store.calls;
+      assert.equal(acquire.method, 'acquire');
+      assert.deepEqual(
+        rest.map((c) => c.method),
+        [...rest.slice(0, -1).map(() => 'renew'), 'release'],
+      );
+      assert.ok(rest.length >= 2, `${key} was renewed`);
+      assert.ok(
+        store.calls.every((c) => c.key === key && c.owner === acquire.owner),
+        `${key}: ${JSON.stringify(store.calls)}`,
+      );
+    }
+    assert.ok(inner.times('release')[0] <= outer.times('release')[0]);
+    assert.notEqual(outer.calls[0].owner, inner.calls[0].owner);
+  });
+
+  test('synchronous callbacks run from the answer: value and error, and the next one waits its turn', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock);
+    const pipeline = pipelineOn(clock, { key: 'k', store, wait: '1s' });
+    const order = [];
+    const runs = Promise.allSettled([
+      pipeline.execute(() => (order.push(1), 'one')),
+      pipeline.execute(() => {
+        order.push(2);
+        throw new RangeError('two');
+      }),
+      pipeline.execute(() => (order.push(3), getLockToken())),
+    ]);
+    await advance(clock, 1000, 50);
+    const [one, two, three] = await runs;
+    assert.deepEqual(one, { status: 'fulfilled', value: 'one' });
+    assert.ok(two.reason instanceof RangeError);
+    assert.equal(three.status, 'fulfilled');
+    assert.deepEqual(order, [1, 2, 3]);
+    assert.equal(store.calls.filter((c) => c.method === 'release').length, 3);
+  });
+
+  test('a release answered after the lease was lost rejects with the loss, caused by the callback error', async () => {
+    const clock = new FakeTimeProvider();
+    const release = deferred();
+    const store = recordingStore(clock, {
+      renew: () => new Promise(() => {}),
+      release: (...a) => release.promise.then(() => store.base.release(...a)),
+    });
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 3000 })
+      .execute(async (context) => {
+        await advance(clock, 3000, 100);
+        assert.equal(context.signal.aborted, true);
+        throw new Error('wrote nothing');
+      })
+      .catch((e) => e);
+    await advance(clock, 0);
+    release.resolve();
+    const error = await run;
+    assert.ok(error instanceof LockLostError, String(error));
+    assert.equal(error.key, 'k');
+    assert.equal(error.cause?.message, 'wrote nothing');
+    const [acquire] = store.calls;
+    assert.deepEqual(
+      store.calls.filter((c) => c.method === 'release').map((c) => [c.key, c.owner]),
+      [['k', acquire.owner]],
+    );
+  });
+
+  test('a manual lease on a JS store names its owner and releases as it', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock);
+    const lease = await acquireLock(store, 'job', '10s', { timeProvider: clock, autoRenew: true });
+    const [acquire] = store.calls;
+    assert.equal(lease.owner, acquire.owner);
+    await advance(clock, 4000, 1000);
+    assert.equal(await lease.extend('20s'), true);
+    assert.equal(await lease.release(), true);
+    assert.ok(store.calls.slice(1).every((c) => c.key === 'job' && c.owner === acquire.owner));
+    assert.deepEqual(
+      store.calls.map((c) => c.method),
+      ['acquire', 'renew', 'renew', 'release'],
+      'renewed at 3333 ms, then extended',
+    );
+    const lapsed = await acquireLock(recordingStore(clock, { release: async () => false }), 'job', '10s', {
+      timeProvider: clock,
+    });
+    assert.equal(await lapsed.release(), false, "the store's answer: not held");
   });
 });

@@ -44,6 +44,37 @@ test('no engine timer keeps the process alive once the last execution settles', 
   assert.ok(Date.now() - t0 < 10_000, `exited after ${Date.now() - t0} ms`);
 });
 
+test('no engine timer keeps the process alive once the last execution on a JS store settles', () => {
+  // The store answers in later turns of the event loop, as a network store does; the
+  // engine goes idle in the call that hands it the last release's answer.
+  const script = `
+    import { ResiliencePipelineBuilder } from 'leasehold';
+    const later = (value) => new Promise((r) => setTimeout(() => r(value), 1));
+    let token = 0;
+    const store = {
+      acquire: () => later({ fencingToken: ++token }),
+      renew: () => later(true),
+      release: () => later(true),
+    };
+    const p = new ResiliencePipelineBuilder().addLock({ key: 'k', ttl: '1m', store }).build();
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) await p.execute(async () => i);
+    await p.execute(() => new Promise((r) => setTimeout(r, 30)));
+    process.on('exit', () => console.log('exit-after', Date.now() - started));
+  `;
+  const t0 = Date.now();
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  assert.match(child.stdout, /exit-after \d+/);
+  // The renewal timer would fire at 20 s; the process must be gone long before.
+  assert.ok(Date.now() - t0 < 10_000, `exited after ${Date.now() - t0} ms`);
+});
+
 test('a waiting execution keeps the process alive until it settles', () => {
   const script = `
     import { ResiliencePipelineBuilder } from 'leasehold';

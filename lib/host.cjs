@@ -38,9 +38,18 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const EFFECT_WIDTH = 8;
 const NO_STRINGS = [];
 const METHODS = [undefined, 'acquire', 'renew', 'release'];
+// A call's method code for an acquire that asks a store that grants on release to queue
+// the owner.
+const QUEUED_ACQUIRE = 4;
 const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
 const ERROR_CODES = [undefined, 'LOCK_NOT_ACQUIRED', 'LOCK_LOST', 'LOCK_STORE_FAILED', 'ABORT_ERR', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE'];
 const EVENTS = [undefined, 'acquired', 'rejected', 'renewed', 'renewalFailed', 'lost', 'released', 'releaseFailed'];
+// A store's answer may settle its execution in the status word (`answered`): as the
+// `settled` effect it stands for.
+const SETTLED_BY_STATUS = [];
+SETTLED_BY_STATUS[SETTLED_VALUE] = Object.freeze({ outcome: 'value' });
+SETTLED_BY_STATUS[SETTLED_CALLBACK_ERROR] = Object.freeze({ outcome: 'callbackError' });
+SETTLED_BY_STATUS[SETTLED_NOT_HELD] = Object.freeze({ outcome: 'notHeld' });
 
 /** The key of the fencing token in `context.properties`. */
 const LOCK_TOKEN = 'leasehold.lockToken';
@@ -148,8 +157,6 @@ function createApi(binding, options) {
       this.more = false;
       this.dead = undefined;
       this.timer = undefined;
-      this.wantRef = false;
-      this.unrefPending = false;
       this.defaultStoreInstance = undefined;
     }
 
@@ -189,31 +196,18 @@ function createApi(binding, options) {
 
     housekeep(status) {
       if (status & TIMER_ARM) {
-        this.wantRef = true;
         this.arm(this.engine.armAt());
       } else if (status & TIMER_REF) {
-        this.wantRef = true;
         this.timer?.ref?.();
       } else if (status & TIMER_UNREF) {
-        this.wantRef = false;
-        this.unrefSoon();
+        // No engine timer is live: the process may exit. Unref'ing at once, and ref'ing
+        // again when the next execution starts, costs tens of nanoseconds; deferring it to
+        // the end of the turn with an immediate cost an extra turn of the event loop
+        // (about a microsecond) after every execution on a JS store, each of which ends
+        // in a turn of its own.
+        this.timer?.unref?.();
       }
       if (status & EFFECTS) this.drain();
-    }
-
-    // Executions often follow each other within one turn of the event loop: instead of
-    // unref'ing the timer after each and ref'ing it again for the next, unref it once the
-    // turn is over if the engine is still idle then.
-    unrefSoon() {
-      if (this.unrefPending || !this.timer?.unref) return;
-      if (typeof setImmediate !== 'function') return this.timer.unref();
-      this.unrefPending = true;
-      // A ref'd immediate: it keeps the loop for one more turn, and (unlike an unref'd
-      // one) it does not let the loop sleep until the engine timer fires.
-      setImmediate(() => {
-        this.unrefPending = false;
-        if (!this.wantRef) this.timer?.unref();
-      });
     }
 
     arm(at) {
@@ -319,15 +313,31 @@ function createApi(binding, options) {
     apply(n, i, strings) {
       const kind = n[i];
       if (kind === 1) {
+        const exec = n[i + 1];
+        const layer = n[i + 2];
+        const at = n[i + 7];
+        let key;
+        let owner;
+        if (at >= 0) {
+          key = strings[at];
+          owner = strings[at + 1];
+          // An acquire: its renewals and its release come without the text.
+          if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, key, owner);
+        } else {
+          const text = this.execs.get(exec)?.lockText;
+          key = text?.[2 * layer] ?? this.engine.layerKey(exec, layer);
+          owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(exec, layer);
+        }
+        const method = n[i + 5];
         return this.callStore({
           request: n[i + 3],
-          exec: n[i + 1],
+          exec,
           store: n[i + 4],
-          method: METHODS[n[i + 5]],
+          method: method === QUEUED_ACQUIRE ? 'acquire' : METHODS[method],
           ttl: n[i + 6],
-          key: strings[n[i + 7]],
-          owner: strings[n[i + 7] + 1],
-          queue: n[i + 2] === 1,
+          key,
+          owner,
+          queue: method === QUEUED_ACQUIRE,
         });
       }
       if (kind === 6) {
@@ -390,7 +400,7 @@ function createApi(binding, options) {
     callStore(fx) {
       // Only a clean-up release can outlive every user of its store; it is then moot.
       const store = this.stores.get(fx.store)?.deref();
-      if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined));
+      if (store === undefined) return this.guard(() => this.engine.answerRelease(fx.request, undefined, false));
       // The request holds its store until answered, so a late grant can still be
       // released through it after every user of the store is gone.
       fx.target = store;
@@ -416,9 +426,9 @@ function createApi(binding, options) {
     answer(fx, value) {
       const engine = this.engine;
       if (fx.method === 'acquire') {
-        if (value === undefined || value === null) return this.guard(() => engine.answerAcquire(fx.request, undefined));
+        if (value === undefined || value === null) return this.answered(fx, true, undefined);
         const token = typeof value === 'object' ? value.fencingToken : undefined;
-        if (Number.isSafeInteger(token) && token >= 0) return this.guard(() => engine.answerAcquire(fx.request, token));
+        if (Number.isSafeInteger(token) && token >= 0) return this.answered(fx, true, token);
         const got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
         return this.guard(() =>
           engine.answerFailed(
@@ -431,7 +441,34 @@ function createApi(binding, options) {
         if (typeof value === 'boolean') return this.guard(() => engine.answerRenew(fx.request, value));
         return this.guard(() => engine.answerFailed(fx.request, `renew must resolve to a boolean, got ${describe(value)}`));
       }
-      return this.guard(() => engine.answerRelease(fx.request, typeof value === 'boolean' ? value : undefined));
+      return this.answered(fx, false, typeof value === 'boolean' ? value : undefined);
+    }
+
+    /**
+     * Hands an acquire's answer (`acquire`: `value` is the token, or undefined) or a
+     * release's to the engine, which may give back, in the status word, the one thing
+     * left to do: run the execution (the answer granted its innermost lock: under that
+     * token) or settle it (the release was its last). No effect waits then. Only where
+     * nothing else runs (as for a handoff): a status word would overtake the effects
+     * being applied.
+     */
+    answered(fx, acquire, value) {
+      if (this.dead) return undefined;
+      const engine = this.engine;
+      const direct = !this.draining && !this.handing;
+      let word;
+      try {
+        word = acquire ? engine.answerAcquire(fx.request, value, direct) : engine.answerRelease(fx.request, value, direct);
+      } catch (error) {
+        this.die(fromEngine(error));
+        return undefined;
+      }
+      const status = this.status(word);
+      if (status === 0) return undefined;
+      const rec = this.execs.get(fx.exec);
+      if (rec === undefined) return undefined;
+      if (status === RUNNING) return rec.run(value);
+      return rec.settled(SETTLED_BY_STATUS[status]);
     }
 
     failed(fx, error) {
@@ -594,6 +631,16 @@ function createApi(binding, options) {
 
   // ---- executions -----------------------------------------------------------------------
 
+  /**
+   * Keeps the key and owner of an acquire of lock `layer` on its execution: the engine
+   * sends its renewals and its release without them (core/src/host.rs, flat effects).
+   */
+  function keepLockText(layer, key, owner) {
+    const text = (this.lockText ??= []);
+    text[2 * layer] = key;
+    text[2 * layer + 1] = owner;
+  }
+
   /** The error a `settled` effect with outcome `error` stands for. */
   function errorOf(fx, host, callerSignal, causes) {
     switch (fx.code) {
@@ -670,6 +717,8 @@ function createApi(binding, options) {
       this.reject = undefined;
       this.callerSignal = undefined;
       this.onCallerAbort = undefined;
+      // [key, owner, ...] of each lock's acquire on a JS store (`keepLockText`).
+      this.lockText = undefined;
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
@@ -813,6 +862,7 @@ function createApi(binding, options) {
       }
     }
   }
+  Execution.prototype.keepLockText = keepLockText;
 
   // ---- pipelines --------------------------------------------------------------------
 
@@ -1034,6 +1084,8 @@ function createApi(binding, options) {
       this.store = undefined;
       this.resolve = undefined;
       this.reject = undefined;
+      // [key, owner] of the lease's acquire on a JS store (`keepLockText`).
+      this.lockText = undefined;
     }
 
     run() {
@@ -1047,7 +1099,8 @@ function createApi(binding, options) {
       }
       this.detachCaller();
       const engine = this.host.engine;
-      const handle = new LeaseHandle(this, this.key, engine.layerOwner(this.id, 0), engine.token(this.id));
+      const owner = this.lockText?.[1] ?? engine.layerOwner(this.id, 0);
+      const handle = new LeaseHandle(this, this.key, owner, engine.token(this.id));
       this.resolve(handle);
     }
 
@@ -1132,6 +1185,7 @@ function createApi(binding, options) {
 
     event() {}
   }
+  LeaseExecution.prototype.keepLockText = keepLockText;
 
   function checkStore(store) {
     const methods = ['acquire', 'renew', 'release'];

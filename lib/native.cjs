@@ -27,6 +27,8 @@ function load() {
     startDefined: { value: addon.fastStartDefined, writable: true, configurable: true },
     finish: { value: addon.fastFinish, writable: true, configurable: true },
     token: { value: addon.fastToken, writable: true, configurable: true },
+    answerAcquire: { value: addon.fastAnswerAcquire, writable: true, configurable: true },
+    answerRelease: { value: addon.fastAnswerRelease, writable: true, configurable: true },
   });
   function Engine(fake, start, seed) {
     const engine = new Native(fake, start, seed);

@@ -1,8 +1,8 @@
-//! The calls of every execution on the memory store (`startDefined`, `finish`,
-//! `token`) as plain N-API callbacks. napi-rs wraps each class method in borrow
-//! tracking, class-identity checks and argument conversions that cost more than the
-//! engine's own work on this path; these callbacks read three numbers, call the engine
-//! and return one. `lib/native.cjs` installs them on the class's prototype under the
+//! The calls of every execution (`startDefined`, `finish`, `token`, and a JS store's
+//! answers: `answerAcquire`, `answerRelease`) as plain N-API callbacks. napi-rs wraps
+//! each class method in borrow tracking, class-identity checks and argument conversions
+//! that cost more than the engine's own work on this path; these callbacks read up to
+//! three arguments, call the engine and return one number. `lib/native.cjs` installs them on the class's prototype under the
 //! names the host calls, so both bindings still list the same methods.
 //!
 //! Safety: the receiver is found with `napi_unwrap` and accepted only if it is a live
@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use leasehold_core::{host, LockError};
+use leasehold_core::{host, Answer, LockError};
 use napi::sys;
 
 use crate::NativeEngine;
@@ -86,6 +86,18 @@ unsafe fn bool_arg(env: sys::napi_env, value: sys::napi_value) -> bool {
     let mut out = false;
     sys::napi_get_value_bool(env, value, &mut out);
     out
+}
+
+/// A number, or `None` for anything else (`undefined`).
+unsafe fn optional_number(env: sys::napi_env, value: sys::napi_value) -> Option<f64> {
+    let mut out = 0f64;
+    (sys::napi_get_value_double(env, value, &mut out) == sys::Status::napi_ok).then_some(out)
+}
+
+/// A boolean, or `None` for anything else (`undefined`).
+unsafe fn optional_bool(env: sys::napi_env, value: sys::napi_value) -> Option<bool> {
+    let mut out = false;
+    (sys::napi_get_value_bool(env, value, &mut out) == sys::Status::napi_ok).then_some(out)
 }
 
 unsafe fn number(env: sys::napi_env, value: f64) -> sys::napi_value {
@@ -170,12 +182,46 @@ unsafe extern "C" fn token(env: sys::napi_env, info: sys::napi_callback_info) ->
     })
 }
 
+/// `answerAcquire(request, token, direct)`: a store answered `acquire` (`token`
+/// undefined: held); the status word of `host::answer_call`.
+unsafe extern "C" fn answer_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guarded(env, || {
+        let mut args = [ptr::null_mut(); 3];
+        let Some(engine) = receiver(env, info, &mut args) else { return ptr::null_mut() };
+        let request = arg_or_throw!(env, args[0], "request");
+        let token = optional_number(env, args[1]);
+        let direct = bool_arg(env, args[2]);
+        let answer = Answer::Acquired(token.map(|t| t as u64));
+        number(env, f64::from(host::answer_call(&mut engine.inner, request, answer, direct, &mut engine.arm_at)))
+    })
+}
+
+/// `answerRelease(request, released, direct)`: a store answered `release` (`released`:
+/// what it resolved to, when a boolean); the status word of `host::answer_call`.
+unsafe extern "C" fn answer_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guarded(env, || {
+        let mut args = [ptr::null_mut(); 3];
+        let Some(engine) = receiver(env, info, &mut args) else { return ptr::null_mut() };
+        let request = arg_or_throw!(env, args[0], "request");
+        let released = optional_bool(env, args[1]);
+        let direct = bool_arg(env, args[2]);
+        let answer = Answer::Released(released);
+        number(env, f64::from(host::answer_call(&mut engine.inner, request, answer, direct, &mut engine.arm_at)))
+    })
+}
+
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
-/// Puts the fast callbacks on `exports` as `fastStartDefined`, `fastFinish`, `fastToken`.
+/// Puts the fast callbacks on `exports` as `fastStartDefined`, `fastFinish`, `fastToken`,
+/// `fastAnswerAcquire`, `fastAnswerRelease`.
 pub(crate) unsafe fn export(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
-    let callbacks: [(&str, Callback); 3] =
-        [("fastStartDefined", start_defined), ("fastFinish", finish), ("fastToken", token)];
+    let callbacks: [(&str, Callback); 5] = [
+        ("fastStartDefined", start_defined),
+        ("fastFinish", finish),
+        ("fastToken", token),
+        ("fastAnswerAcquire", answer_acquire),
+        ("fastAnswerRelease", answer_release),
+    ];
     for (name, callback) in callbacks {
         let mut function = ptr::null_mut();
         let status = sys::napi_create_function(

@@ -187,21 +187,8 @@ impl NativeEngine {
     }
 
     #[napi(catch_unwind)]
-    pub fn answer_acquire(&mut self, request: u32, token: Option<f64>) -> u32 {
-        self.inner.answer(request, Answer::Acquired(token.map(|t| t as u64)));
-        self.flags()
-    }
-
-    #[napi(catch_unwind)]
     pub fn answer_renew(&mut self, request: u32, renewed: bool) -> u32 {
         self.inner.answer(request, Answer::Renewed(renewed));
-        self.flags()
-    }
-
-    /// `released`: what the store's `release` resolved to, when it was a boolean.
-    #[napi(catch_unwind)]
-    pub fn answer_release(&mut self, request: u32, released: Option<bool>) -> u32 {
-        self.inner.answer(request, Answer::Released(released));
         self.flags()
     }
 
@@ -219,6 +206,11 @@ impl NativeEngine {
     #[napi(catch_unwind)]
     pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
+    }
+
+    #[napi(catch_unwind)]
+    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_key(exec, layer).map(str::to_owned)
     }
 
     /// The store threw (`bad` is `None`; the host keeps the thrown value under
@@ -298,8 +290,8 @@ impl NativeEngine {
     }
 }
 
-/// Lets `engine` take the fast calls (`fast.rs`: `startDefined`, `finish`, `token`),
-/// which `lib/native.cjs` installs on the prototype.
+/// Lets `engine` take the fast calls (`fast.rs`: `startDefined`, `finish`, `token`,
+/// `answerAcquire`, `answerRelease`), which `lib/native.cjs` installs on the prototype.
 #[napi(catch_unwind)]
 pub fn enable_fast(engine: &mut NativeEngine) {
     fast::register(engine);

@@ -245,11 +245,13 @@ impl WasmEngine {
         self.inner.layer_held(exec, layer)
     }
 
-    /// A store answered `acquire` (`undefined`: held).
+    /// A store answered `acquire` (`undefined`: held). With `direct`, the execution's
+    /// `run` may come back in the status word instead of as an effect
+    /// (`host::answer_call`).
     #[wasm_bindgen(js_name = answerAcquire)]
-    pub fn answer_acquire(&mut self, request: u32, token: Option<f64>) -> u32 {
-        self.inner.answer(request, Answer::Acquired(token.map(|t| t as u64)));
-        self.flags()
+    pub fn answer_acquire_call(&mut self, request: u32, token: Option<f64>, direct: bool) -> u32 {
+        let answer = Answer::Acquired(token.map(|t| t as u64));
+        host::answer_call(&mut self.inner, request, answer, direct, &mut self.arm_at)
     }
 
     /// A store answered `renew`.
@@ -260,10 +262,11 @@ impl WasmEngine {
     }
 
     /// A store answered `release`; `released`: what it resolved to, when it was a boolean.
+    /// With `direct`, the execution's `settled` may come back in the status word
+    /// (`host::answer_call`).
     #[wasm_bindgen(js_name = answerRelease)]
-    pub fn answer_release(&mut self, request: u32, released: Option<bool>) -> u32 {
-        self.inner.answer(request, Answer::Released(released));
-        self.flags()
+    pub fn answer_release_call(&mut self, request: u32, released: Option<bool>, direct: bool) -> u32 {
+        host::answer_call(&mut self.inner, request, Answer::Released(released), direct, &mut self.arm_at)
     }
 
     /// Extends manual lease `exec` now, to `ttl` ms (or its own ttl).
@@ -280,6 +283,12 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = layerOwner)]
     pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
+    }
+
+    /// The key of lock `layer` of `exec`, `undefined` when none.
+    #[wasm_bindgen(js_name = layerKey)]
+    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
+        self.inner.layer_key(exec, layer).map(str::to_owned)
     }
 
     /// The store threw (`bad` is `undefined`; the host keeps the thrown value under
@@ -358,6 +367,19 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = panicForTests)]
     pub fn panic_for_tests(&self) {
         panic!("leasehold: a panic forced by a test");
+    }
+}
+
+/// Calls for Rust callers (the binding's tests) that take every outcome as effects.
+impl WasmEngine {
+    /// `answerAcquire` without `direct`: the status word, every outcome as effects.
+    pub fn answer_acquire(&mut self, request: u32, token: Option<f64>) -> u32 {
+        self.answer_acquire_call(request, token, false)
+    }
+
+    /// `answerRelease` without `direct`: the status word, every outcome as effects.
+    pub fn answer_release(&mut self, request: u32, released: Option<bool>) -> u32 {
+        self.answer_release_call(request, released, false)
     }
 }
 

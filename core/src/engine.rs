@@ -105,6 +105,9 @@ pub enum Effect {
         request: u32,
         /// The execution that waits for the answer (0 for a clean-up call of none).
         exec: u32,
+        /// Which lock of `exec` (0 when `exec` is 0). Every renew and release of a lock
+        /// follows an acquire of that same lock with the same key and owner.
+        layer: u32,
         /// The host's store id.
         store: u32,
         /// Which method to call.
@@ -738,6 +741,11 @@ impl Engine {
         (!l.owner.is_empty()).then_some(l.owner.as_str())
     }
 
+    /// The key of lock `layer` of `exec`.
+    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<&str> {
+        Some(self.execs.get(&exec)?.layers.get(layer as usize)?.spec.key.as_str())
+    }
+
     /// Whether lock `layer` of a live execution is held now: granted, not lost, and
     /// not lapsed (a lease without renewal lapses at its expiry).
     pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
@@ -988,6 +996,23 @@ impl Engine {
                 Some(exec)
             }
             _ => None,
+        }
+    }
+
+    /// The only pending effect, if there is exactly one.
+    pub fn sole_effect(&self) -> Option<&Effect> {
+        match self.effects.len() {
+            1 => self.effects.front(),
+            _ => None,
+        }
+    }
+
+    /// The execution waiting for the answer to `request` (none for an unknown or
+    /// abandoned request).
+    pub fn request_exec(&self, request: u32) -> Option<u32> {
+        match self.requests.get(&request)?.origin {
+            Origin::Layer { exec, .. } => Some(exec),
+            Origin::Abandoned { .. } => None,
         }
     }
 
@@ -1456,6 +1481,7 @@ impl Engine {
         self.effects.push_back(Effect::StoreCall {
             request,
             exec: 0,
+            layer: 0,
             store,
             method: StoreMethod::Release,
             key,
@@ -1611,6 +1637,7 @@ impl Engine {
             self.effects.push_back(Effect::StoreCall {
                 request,
                 exec,
+                layer,
                 store,
                 method,
                 key: l.spec.key.clone(),

@@ -3,7 +3,7 @@
 //! means the napi and wasm bindings only convert types.
 
 use crate::duration;
-use crate::engine::{Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
+use crate::engine::{Answer, Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::Millis;
 
@@ -17,16 +17,21 @@ pub mod status {
     pub const TIMER_UNREF: u32 = 64;
     /// (Re)arm the host timer at `armAt()`.
     pub const TIMER_ARM: u32 = 128;
-    /// `start`: every lock was granted in the call; run the callback now.
+    /// `start`: every lock was granted in the call; run the callback now. Also an
+    /// acquire's answer that granted the innermost lock ([`answer_call`]): the token
+    /// is the one answered.
     pub const RUNNING: u32 = 1;
-    /// `finish`: settled in the call with the callback's value.
+    /// `finish`: settled in the call with the callback's value (also a release's
+    /// answer, [`answer_call`]).
     pub const SETTLED_VALUE: u32 = 2;
-    /// `finish`: settled in the call with the callback's error.
+    /// `finish`: settled in the call with the callback's error (also a release's
+    /// answer).
     pub const SETTLED_CALLBACK_ERROR: u32 = 3;
     /// `finish`: settled in the call with a `LockLostError` (the callback failed after
     /// a loss).
     pub const SETTLED_LOST: u32 = 4;
-    /// `finish` of a manual lease: released, but it had lapsed or been taken over.
+    /// `finish` of a manual lease (or a release's answer): released, but it had lapsed
+    /// or been taken over.
     pub const SETTLED_NOT_HELD: u32 = 5;
     /// `granted`: the grant was for this engine's waiter (or a lease it holds).
     pub const GRANT_CLAIMED: u32 = 1;
@@ -216,7 +221,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 ///
 /// | kind | fields |
 /// | --- | --- |
-/// | 1 call | `request`, `exec` (0: none waits), `store`; `layer` = 1 to queue the owner (an acquire that waits, on a store that grants on release); a = method, b = ttl, c = string index of the key (the owner follows it) |
+/// | 1 call | `request`, `exec` (0: none waits), `layer` (of `exec`), `store`; a = method; b = ttl; c = string index of the key (the owner follows it), or -1 for a renew or release of a lock (`exec` not 0): no text, the key and owner are those of the acquire of that same lock, which always comes first (and [`Engine::layer_key`], [`Engine::layer_owner`]) |
 /// | 2 run | `exec`; b = the innermost token (-1 when none) |
 /// | 3 lost | `exec`, `layer` |
 /// | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
@@ -224,14 +229,19 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 /// | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
 /// | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
 ///
-/// Codes: methods 1 acquire, 2 renew, 3 release; outcomes 1 value, 2 callback error, 3 not
-/// held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
+/// Codes: methods 1 acquire, 2 renew, 3 release, and for a call 4: an acquire that asks a
+/// store that grants on release to queue the owner (it waits); outcomes 1 value,
+/// 2 callback error, 3 not held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
 /// 4 aborted, 5 type error, 6 range error; events 1 acquired, 2 rejected, 3 renewed,
 /// 4 renewal failed, 5 lost, 6 released, 7 release failed.
 pub mod flat {
     /// Numbers per effect.
     pub const EFFECT_WIDTH: usize = 8;
 }
+
+/// The method code of an acquire that asks a store that grants on release to queue the
+/// owner.
+const QUEUED_ACQUIRE: f64 = 4.0;
 
 fn method_code(method: StoreMethod) -> f64 {
     match method {
@@ -279,19 +289,18 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     }
     while let Some(effect) = engine.take_effect() {
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
-            Effect::StoreCall { request, exec, store, method, key, owner, ttl, queue } => {
-                let at = text(strings, key);
-                text(strings, owner);
-                [
-                    1.0,
-                    exec.into(),
-                    f64::from(u8::from(queue)),
-                    request.into(),
-                    store.into(),
-                    method_code(method),
-                    ttl as f64,
-                    at,
-                ]
+            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue } => {
+                // The host keeps the key and owner of a lock's acquire for its renewals
+                // and its release.
+                let at = if exec != 0 && method != StoreMethod::Acquire {
+                    -1.0
+                } else {
+                    let at = text(strings, key);
+                    text(strings, owner);
+                    at
+                };
+                let method = if queue { QUEUED_ACQUIRE } else { method_code(method) };
+                [1.0, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
             }
             Effect::Run { exec } => {
                 // The innermost token comes along, saving the host a call per handover.
@@ -370,6 +379,45 @@ pub fn finish_call(
         Some(next) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
         None => f64::from(status),
     })
+}
+
+/// [`Engine::answer`] as hosts call it for a store's answer to `acquire` or `release`:
+/// the status word ([`status_flags`]). With `direct`, when no effect was pending and the
+/// answer leaves exactly one, the common one for the execution that made the request,
+/// that effect is taken and returned instead: its `run` as [`status::RUNNING`] when the
+/// answer granted its innermost lock (its token is the one just answered: JS stores'
+/// tokens may be too large to ride above the status bits), or its `settled` with the
+/// callback's value or error (or a manual lease "not held") as [`finish_status`] does.
+/// Anything else (telemetry events, other executions' effects, an error, a run under
+/// an inner lock's token) comes as effects. A host passes `direct` only where it can
+/// run or settle that execution at once: not while it applies effects, which would then
+/// run out of order.
+pub fn answer_call(engine: &mut Engine, request: u32, answer: Answer, direct: bool, arm_at: &mut f64) -> u32 {
+    let exec = if direct && !engine.has_effects() { engine.request_exec(request) } else { None };
+    let granted = match answer {
+        Answer::Acquired(token) => token,
+        _ => None,
+    };
+    engine.answer(request, answer);
+    let answered = exec.and_then(|exec| take_sole_answer(engine, exec, granted)).unwrap_or(0);
+    answered | status_flags(engine, arm_at)
+}
+
+/// Takes the only effect when it is `exec`'s `run` under the `granted` token or its plain
+/// `settled`; its status bits.
+fn take_sole_answer(engine: &mut Engine, exec: u32, granted: Option<u64>) -> Option<u32> {
+    let status = match engine.sole_effect()? {
+        Effect::Run { exec: e } if *e == exec && granted.is_some() && engine.token(exec) == granted => status::RUNNING,
+        Effect::Settled { exec: e, outcome } if *e == exec => match outcome {
+            Outcome::Value => status::SETTLED_VALUE,
+            Outcome::CallbackError => status::SETTLED_CALLBACK_ERROR,
+            Outcome::NotHeld => status::SETTLED_NOT_HELD,
+            Outcome::Error(_) => return None,
+        },
+        _ => return None,
+    };
+    engine.take_effect();
+    Some(status)
 }
 
 /// The status word for what [`Engine::finish`] returned.

@@ -1039,3 +1039,263 @@ fn defined_locks_start_by_id_are_deduplicated_and_bounded() {
     }
     assert_eq!(e.define_lock(lock(MEM, "one too many", 1_000, None)).unwrap(), None);
 }
+
+// ---- store calls in flat form -------------------------------------------------------
+
+#[test]
+fn renewals_and_releases_of_a_lock_come_without_text() {
+    use leasehold_core::host::take_flat_effects;
+    let mut e = engine();
+    let (mut numbers, mut strings) = (Vec::new(), Vec::new());
+    e.start(1, vec![lock(GRANTING, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    // [header, kind, exec, layer, request, store, method, ttl, text]
+    assert_eq!(numbers[0], 2.0, "an acquire carries its key and owner");
+    assert_eq!((numbers[1], numbers[2], numbers[3], numbers[6]), (1.0, 1.0, 0.0, 4.0), "a queued acquire");
+    assert_eq!(strings[numbers[8] as usize], "k");
+    let owner = strings[numbers[8] as usize + 1].clone();
+    e.answer(numbers[4] as u32, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    e.advance(1_000).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!(numbers[..], [0.0, 1.0, 1.0, 0.0, numbers[4], 4.0, 2.0, 3_000.0, -1.0], "a renewal, no text");
+    assert!(strings.is_empty());
+    e.finish(1, true).unwrap();
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!(numbers[..], [0.0, 1.0, 1.0, 0.0, numbers[4], 4.0, 3.0, 3_000.0, -1.0], "a release, no text");
+    assert_eq!(e.layer_key(1, 0), Some("k"));
+    assert_eq!(e.layer_owner(1, 0), Some(owner.as_str()));
+
+    // The release of a late grant belongs to no execution: it carries its text.
+    e.start(2, vec![lock(EXT, "j", 30_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.cancel(2);
+    drain(&mut e);
+    e.answer(acquire.request, Answer::Acquired(Some(2)));
+    take_flat_effects(&mut e, &mut numbers, &mut strings);
+    assert_eq!((numbers[0], numbers[2], numbers[6]), (2.0, 0.0, 3.0), "exec 0, a release, with text");
+    assert_eq!((strings[0].as_str(), strings[1].as_str()), ("j", acquire.owner.as_str()));
+}
+
+// ---- a JS store's answers in the status word -----------------------------------------
+
+mod answers {
+    use super::*;
+    use leasehold_core::host::{answer_call, status};
+
+    const TELEMETRY: ExecOptions = ExecOptions { renew: true, telemetry: true, manual: false };
+    /// A token as large as a Redis store's (time-based): too large to ride above the
+    /// status bits, which is why a run's token is the one just answered.
+    const BIG_TOKEN: u64 = 1_795_999_229_586_969;
+
+    fn acquired(e: &mut Engine, request: u32, token: Option<u64>) -> u32 {
+        answer_call(e, request, Answer::Acquired(token), true, &mut 0.0)
+    }
+
+    fn released(e: &mut Engine, request: u32, said: Option<bool>) -> u32 {
+        answer_call(e, request, Answer::Released(said), true, &mut 0.0)
+    }
+
+    /// Starts `exec` on `store`/`key` and answers its acquire with `token`, directly.
+    fn running(e: &mut Engine, exec: u32, key: &str, options: ExecOptions, token: u64) -> Call {
+        e.start(exec, vec![lock(EXT, key, 30_000, None)], options).unwrap();
+        let acquire = only_call(e, StoreMethod::Acquire);
+        assert_eq!(acquired(e, acquire.request, Some(token)), status::RUNNING);
+        acquire
+    }
+
+    #[test]
+    fn an_uncontended_execution_runs_and_settles_from_status_words_alone() {
+        for (ok, settled_as) in [(true, status::SETTLED_VALUE), (false, status::SETTLED_CALLBACK_ERROR)] {
+            let mut e = engine();
+            let acquire = running(&mut e, 1, "k", ExecOptions::default(), BIG_TOKEN);
+            assert!(!e.has_effects(), "the run was handed back");
+            assert_eq!(e.token(1), Some(BIG_TOKEN));
+            assert_eq!(e.finish(1, ok).unwrap(), Finish::Pending);
+            let release = only_call(&mut e, StoreMethod::Release);
+            assert_eq!(release.owner, acquire.owner);
+            assert_eq!(released(&mut e, release.request, Some(true)), settled_as);
+            assert!(!e.has_effects(), "the settlement was handed back");
+            assert_eq!(e.live_executions(), 0);
+            assert_eq!(e.open_requests(), 0);
+            assert_eq!(e.next_deadline(), None, "no timer left behind");
+        }
+    }
+
+    #[test]
+    fn a_manual_release_not_held_is_handed_back_too() {
+        let mut e = engine();
+        running(&mut e, 1, "k", MANUAL, 3);
+        assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
+        let release = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(released(&mut e, release.request, Some(false)), status::SETTLED_NOT_HELD);
+        assert!(!e.has_effects());
+    }
+
+    #[test]
+    fn without_direct_every_outcome_comes_as_effects() {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 30_000, None)], ExecOptions::default()).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        let word = answer_call(&mut e, acquire.request, Answer::Acquired(Some(4)), false, &mut 0.0);
+        assert_eq!(word, status::EFFECTS);
+        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1 }]);
+        e.finish(1, true).unwrap();
+        let release = only_call(&mut e, StoreMethod::Release);
+        let word = answer_call(&mut e, release.request, Answer::Released(None), false, &mut 0.0);
+        assert_eq!(word, status::EFFECTS);
+        assert_eq!(drain(&mut e), vec![Effect::Settled { exec: 1, outcome: Outcome::Value }]);
+    }
+
+    #[test]
+    fn with_telemetry_the_events_and_the_outcome_come_as_effects_in_order() {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 30_000, None)], TELEMETRY).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        e.advance(5).unwrap();
+        assert_eq!(acquired(&mut e, acquire.request, Some(BIG_TOKEN)), status::EFFECTS);
+        assert_eq!(
+            drain(&mut e),
+            vec![
+                Effect::Event { exec: 1, layer: 0, event: Event::Acquired { waited: 5, token: BIG_TOKEN } },
+                Effect::Run { exec: 1 },
+            ]
+        );
+        e.finish(1, true).unwrap();
+        let release = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(released(&mut e, release.request, None), status::EFFECTS);
+        assert_eq!(
+            drain(&mut e),
+            vec![
+                Effect::Event { exec: 1, layer: 0, event: Event::Released },
+                Effect::Settled { exec: 1, outcome: Outcome::Value },
+            ]
+        );
+    }
+
+    #[test]
+    fn effects_already_waiting_keep_their_place_before_the_answer() {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "a", 30_000, None)], ExecOptions::default()).unwrap();
+        let first = only_call(&mut e, StoreMethod::Acquire);
+        // A second execution's acquire is not taken yet when the first one's answer comes.
+        e.start(2, vec![lock(EXT, "b", 30_000, None)], ExecOptions::default()).unwrap();
+        assert_eq!(acquired(&mut e, first.request, Some(1)), status::EFFECTS);
+        let effects = drain(&mut e);
+        assert!(matches!(effects[..], [Effect::StoreCall { exec: 2, .. }, Effect::Run { exec: 1 }]), "{effects:?}");
+        // And a release answered while another execution's effects wait.
+        e.finish(1, true).unwrap();
+        let release = only_call(&mut e, StoreMethod::Release);
+        e.start(3, vec![lock(EXT, "c", 30_000, None)], ExecOptions::default()).unwrap();
+        assert_eq!(released(&mut e, release.request, Some(true)), status::EFFECTS);
+        let effects = drain(&mut e);
+        assert!(
+            matches!(
+                effects[..],
+                [Effect::StoreCall { exec: 3, .. }, Effect::Settled { exec: 1, outcome: Outcome::Value }]
+            ),
+            "{effects:?}"
+        );
+    }
+
+    #[test]
+    fn an_answer_that_also_moves_another_execution_comes_as_effects() {
+        // Execution 2 waits on a granting store behind execution 1's try: when 1 is
+        // granted, 2 becomes first and asks to be queued; 1's run is not alone.
+        let mut e = engine();
+        e.start(9, vec![lock(GRANTING, "k", 3_000, None)], ExecOptions::default()).unwrap();
+        let holder = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(holder.request, Answer::Acquired(Some(1)));
+        drain(&mut e);
+        let first = waiting_on_granting_store(&mut e, 1, 3_000, None);
+        waiting_on_granting_store(&mut e, 2, 3_000, None);
+        e.advance(50).unwrap();
+        let polls = split(&mut e).0;
+        let poll = polls.iter().find(|c| c.owner == first.owner).expect("the first waiter polls");
+        assert_eq!(acquired(&mut e, poll.request, Some(2)), status::EFFECTS);
+        let (calls, effects) = split(&mut e);
+        assert!(ran(&effects, 1));
+        assert_eq!(calls.len(), 1, "the next waiter asks: {calls:?}");
+    }
+
+    #[test]
+    fn a_run_under_an_inner_lock_s_token_comes_as_an_effect() {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "outer", 30_000, None), lock(MEM, "inner", 30_000, None)], ExecOptions::default())
+            .unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, acquire.request, Some(BIG_TOKEN)), status::EFFECTS);
+        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1 }]);
+        assert_eq!(e.token(1), Some(1), "the memory store's token");
+    }
+
+    #[test]
+    fn nested_js_store_locks_run_and_settle_from_the_innermost_and_outermost_answers() {
+        let mut e = engine();
+        let inner_store = StoreRef::External { id: 8, wake: Wake::Poll };
+        e.start(1, vec![lock(EXT, "outer", 30_000, None), lock(inner_store, "inner", 30_000, None)], TELEMETRY)
+            .unwrap_or_else(|err| panic!("{err}"));
+        let outer = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, outer.request, Some(10)), status::EFFECTS, "the inner acquire follows");
+        let inner = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, inner.request, Some(20)), status::EFFECTS, "telemetry: an event first");
+        assert!(ran(&drain(&mut e), 1));
+
+        let mut e = engine();
+        e.start(
+            1,
+            vec![lock(EXT, "outer", 30_000, None), lock(inner_store, "inner", 30_000, None)],
+            ExecOptions::default(),
+        )
+        .unwrap();
+        let outer = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, outer.request, Some(10)), status::EFFECTS);
+        let inner = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, inner.request, Some(20)), status::RUNNING);
+        assert_eq!(e.token(1), Some(20));
+        e.finish(1, true).unwrap();
+        let release_inner = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(released(&mut e, release_inner.request, None), status::EFFECTS, "the outer release follows");
+        let release_outer = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(release_outer.owner, outer.owner);
+        assert_eq!(released(&mut e, release_outer.request, None), status::SETTLED_VALUE);
+        assert_eq!(e.live_executions(), 0);
+    }
+
+    #[test]
+    fn a_release_answered_after_a_loss_settles_with_the_loss_as_an_effect() {
+        let mut e = engine();
+        running(&mut e, 1, "k", ExecOptions::default(), 1);
+        e.advance(10_000).unwrap();
+        let renew = only_call(&mut e, StoreMethod::Renew);
+        // The renewal never comes back: the lease is lost at its expiry.
+        e.advance(20_000).unwrap();
+        assert_eq!(drain(&mut e), vec![Effect::Lost { exec: 1, layer: 0 }]);
+        e.answer(renew.request, Answer::Renewed(true));
+        assert_eq!(e.finish(1, false).unwrap(), Finish::Pending, "a best-effort release first");
+        let release = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(released(&mut e, release.request, Some(true)), status::EFFECTS);
+        assert_eq!(
+            drain(&mut e),
+            vec![Effect::Settled { exec: 1, outcome: Outcome::Error(LockError::Lost { key: "k".into() }) }]
+        );
+    }
+
+    #[test]
+    fn held_failed_and_abandoned_answers_come_as_effects_or_nothing() {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 30_000, Some(0))], ExecOptions::default()).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        assert_eq!(acquired(&mut e, acquire.request, None), status::EFFECTS, "held, fail fast");
+        assert!(matches!(settled(&drain(&mut e), 1), Some(Outcome::Error(LockError::NotAcquired { .. }))));
+
+        e.start(2, vec![lock(EXT, "k", 30_000, None)], ExecOptions::default()).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        assert!(e.cancel(2));
+        drain(&mut e);
+        assert_eq!(acquired(&mut e, acquire.request, Some(5)), status::EFFECTS, "a late grant is released");
+        let release = only_call(&mut e, StoreMethod::Release);
+        assert_eq!(released(&mut e, release.request, Some(true)), 0, "nobody waits for it");
+        assert_eq!(acquired(&mut e, 999, Some(1)), 0, "an unknown request");
+    }
+}
