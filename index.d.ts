@@ -60,7 +60,8 @@ export interface LockStore {
    * instead of at their next poll. Returns a function that stops listening. A store with
    * `grantsOnRelease` calls `onReleased(grant)` when a release handed the lease to an owner
    * it queued; the listener returns true when it claims the grant, and a grant nobody
-   * claims should be released by the store.
+   * claims should be released by the store, unless the store has already answered that
+   * owner's `acquire` with this lease (the engine holds it then).
    */
   subscribe?(key: string, onReleased: (grant?: LockGrant) => boolean | void): () => void;
   /**

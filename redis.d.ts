@@ -89,7 +89,8 @@ export interface RedisLockStoreOptions {
  *   asks again). `release` hands the lease to the first queued owner still waiting (new
  *   token, its own ttl) and tells its store on that store's channel
  *   `${prefix}:grants:<random>`; the store offers the grant to its `subscribe` listeners
- *   and releases it when none claims it. Without a live queued owner the lease is deleted
+ *   and releases it when none claims it (unless its answer to that owner's own try has
+ *   already handed over the same lease). Without a live queued owner the lease is deleted
  *   and the release announced on `${prefix}:{enc(k)}:released`.
  * - Redis and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
@@ -134,7 +135,8 @@ export declare class RedisLockStore {
    * Calls `onReleased()` whenever a lease on `key` is released to nobody (not when it
    * expires), and `onReleased(grant)` when a release handed it to an owner this store
    * queued; a listener claims a grant by returning true, and a grant no listener claims
-   * is released. Best effort: active about one round trip after the call; messages can
+   * is released, unless this store's answer to that owner's try has already handed the
+   * same lease over. Best effort: active about one round trip after the call; messages can
    * be lost, so keep polling. Never throws for Redis reasons; a no-op after `close()`.
    * @returns a function that removes this listener (idempotent).
    */

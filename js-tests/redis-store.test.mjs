@@ -56,6 +56,46 @@ async function pubsubConnections(port) {
 
 const noop = () => {};
 
+/**
+ * Lets a test hold back what the subscriber connections opened from `client` (the
+ * store's `client.duplicate()`) receive: from `hold()` on, messages wait, until
+ * `deliver()` hands them over in order. ioredis listens with `on('message')`,
+ * node-redis with a listener passed to `subscribe`.
+ */
+function gateMessages(client) {
+  let held;
+  const gated = (fn) => (...args) => (held ? held.push(() => fn(...args)) : fn(...args));
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...options) => {
+    const dup = duplicate(...options);
+    const on = dup.on.bind(dup);
+    dup.on = (event, fn) => on(event, event === 'message' ? gated(fn) : fn);
+    const wrapped = new Map();
+    const wrap = (args) => {
+      const last = args.at(-1);
+      if (typeof last !== 'function') return args;
+      if (!wrapped.has(last)) wrapped.set(last, gated(last));
+      return [...args.slice(0, -1), wrapped.get(last)];
+    };
+    const subscribe = dup.subscribe.bind(dup);
+    const unsubscribe = dup.unsubscribe.bind(dup);
+    dup.subscribe = (...args) => subscribe(...wrap(args));
+    dup.unsubscribe = (...args) => unsubscribe(...wrap(args));
+    return dup;
+  };
+  return {
+    hold() {
+      held = [];
+    },
+    held: () => held?.length ?? 0,
+    deliver() {
+      const messages = held ?? [];
+      held = undefined;
+      for (const message of messages) message();
+    },
+  };
+}
+
 // Keys that a naive `{${key}}` tag would break or make collide.
 const AWKWARD_KEYS = [
   'a',
@@ -717,6 +757,40 @@ describe('standalone Redis', () => {
           const waited = performance.now() - queuedAt;
           assert.ok(waited < 1000, `C was handed the key after ${Math.round(waited)} ms, not starved`);
           assert.equal(c.grants[0].owner, 'C');
+          assert.equal(await c.release(key, 'C'), true);
+        });
+
+        test("a grant that reaches the store after the owner's own try took the lease is not released", async () => {
+          const key = uniqueKey('raced');
+          const a = waiterStore({ handOffAfter: 0 });
+          const bClient = await newClient();
+          const gate = gateMessages(bClient);
+          const b = waiterStore({ client: bClient });
+          const c = waiterStore();
+          await b.listen(key);
+          await c.listen(key);
+          // Nobody claims B's grant: its waiter holds the lease through its own try and
+          // has stopped listening when the message comes.
+          b.claims = false;
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          assert.equal(await c.acquire(key, 'C', 10_000, { queue: true }), undefined);
+          gate.hold();
+          assert.equal(await a.release(key, 'A'), true, 'handed to B');
+          const mine = await b.acquire(key, 'B', 10_000, { queue: true });
+          assert.ok(mine, "B's try finds the lease handed to it");
+          const offered = b.nextGrant();
+          await waitFor('the grant message', async () => gate.held() > 0, { timeoutMs: 2000 });
+          gate.deliver();
+          const grant = await within(2000, "B's grant, offered", offered);
+          assert.equal(grant.fencingToken, mine.fencingToken);
+          // A release of the grant would go out on B's connection before this renew.
+          assert.equal(await b.renew(key, 'B', 10_000), true, 'B still holds the lease');
+          assert.equal(c.grants.length, 0, 'C was not handed the key while B holds it');
+          assert.equal(await b.release(key, 'B'), true);
+          const toC = await within(2000, "C's grant", c.nextGrant());
+          assert.equal(toC.owner, 'C');
+          assert.ok(toC.fencingToken > mine.fencingToken);
           assert.equal(await c.release(key, 'C'), true);
         });
 

@@ -493,6 +493,11 @@ class RedisLockStore {
   // when the last acquire that queued it was sent) }, oldest try first.
   #grantChannel;
   #queued = new Map();
+  // Owners this store answered with a lease on a try that said it would wait: owner ->
+  // { fencingToken, sentAt }, oldest first. A grant can reach this store after its
+  // owner's try found the lease already handed to it and was answered with it; the
+  // engine then holds the lease and no longer listens for it: no release then.
+  #answered = new Map();
   #grantsWanted = false;
   #grantsListening = false;
   // Channels left without listeners: when (performance.now()), and the timer that
@@ -595,8 +600,12 @@ class RedisLockStore {
       if (queue) this.#rememberQueued(owner, key, sentAt);
       return undefined;
     }
-    if (waits) this.#queued.delete(owner);
-    return { fencingToken: toToken(reply) };
+    const fencingToken = toToken(reply);
+    if (waits) {
+      this.#queued.delete(owner);
+      this.#remember(this.#answered, owner, { fencingToken, sentAt });
+    }
+    return { fencingToken };
   }
 
   /** Resets the lease to `ttlMs` from now if it is `owner`'s; `false` when it is not. */
@@ -615,6 +624,7 @@ class RedisLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
+    if (this.#answered.size > 0) this.#answered.delete(owner);
     const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, this.#channel(key)));
     if (Number(reply) === 2) {
       this.#wakeLease(this.#leaseKey(key));
@@ -752,8 +762,11 @@ class RedisLockStore {
     }
     // Claimed by a waiter, or by the holder of this very lease (a duplicate). A grant
     // nobody claims (its waiter gave up) is released, so that it passes on to the next
-    // waiter instead of blocking the key for a ttl.
-    if (!this.#listeners.offer(channel, { owner, fencingToken, age })) {
+    // waiter instead of blocking the key for a ttl; but not one that this store's answer
+    // to the owner's own try has handed over already (the try found the lease granted
+    // and answered with it, before this message came): its holder runs under it.
+    const handedOver = this.#answered.get(owner)?.fencingToken === fencingToken;
+    if (!this.#listeners.offer(channel, { owner, fencingToken, age }) && !handedOver) {
       this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, channel)).then(
         (reply) => {
           if (Number(reply) === 2) this.#wakeLease(lease);
@@ -770,11 +783,16 @@ class RedisLockStore {
    * and so is the oldest beyond MAX_QUEUED.
    */
   #rememberQueued(owner, key, sentAt) {
-    this.#queued.delete(owner);
-    this.#queued.set(owner, { key, sentAt });
-    for (const [oldest, queued] of this.#queued) {
-      if (this.#queued.size <= MAX_QUEUED && sentAt - queued.sentAt <= FORGET_QUEUED_MS) break;
-      this.#queued.delete(oldest);
+    this.#remember(this.#queued, owner, { key, sentAt });
+  }
+
+  /** Sets `owners`' entry for `owner` last, and forgets the oldest as #rememberQueued says. */
+  #remember(owners, owner, entry) {
+    owners.delete(owner);
+    owners.set(owner, entry);
+    for (const [oldest, old] of owners) {
+      if (owners.size <= MAX_QUEUED && entry.sentAt - old.sentAt <= FORGET_QUEUED_MS) break;
+      owners.delete(oldest);
     }
   }
 
@@ -791,6 +809,7 @@ class RedisLockStore {
     // Best effort, not awaited: close() must not wait for a server that may be gone.
     for (const [owner, { key }] of this.#queued) this.#run(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     this.#queued.clear();
+    this.#answered.clear();
     this.#idleSince.clear();
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
     this.#lingerTimer = undefined;
