@@ -196,6 +196,47 @@ describe('waiting', () => {
     assert.equal(typeof settled[4][2], 'number');
   });
 
+  for (const telemetry of [false, true]) {
+    test(`synchronous callbacks handed the lock in a row settle in order${telemetry ? ', with telemetry' : ''}`, async () => {
+      const clock = new FakeTimeProvider();
+      const events = [];
+      const builder = telemetry ? { telemetry: (e) => events.push(e.type) } : {};
+      const pipeline = pipelineOn(clock, { key: 'sync-row', wait: '1m' }, builder);
+      const settled = [];
+      const callbacks = [
+        async () => {
+          await flush(1);
+          return 0;
+        },
+        () => 1,
+        () => 2,
+        () => 3,
+      ];
+      await Promise.all(callbacks.map((cb, i) => pipeline.execute(cb).then((value) => settled.push(value))));
+      assert.deepEqual(settled, [0, 1, 2, 3]);
+      if (telemetry) assert.equal(events.filter((t) => t === 'released').length, 4, events.join(' '));
+    });
+  }
+
+  test('a callback whose returned promise throws from `then` fails, and its lock is released', async () => {
+    class BadPromise extends Promise {
+      then() {
+        throw new Error('bad then');
+      }
+    }
+    const clock = new FakeTimeProvider();
+    const pipeline = pipelineOn(clock, { key: 'bad-then', wait: '1m' });
+    const first = pipeline.execute(async () => {
+      await flush(1);
+      return 'first';
+    });
+    const handedOver = pipeline.execute(() => BadPromise.resolve(1));
+    assert.equal(await first, 'first');
+    await assert.rejects(handedOver, { message: 'bad then' });
+    const alone = await pipelineOn(clock, { key: 'bad-then', wait: 0 }).execute(() => 'free again');
+    assert.equal(alone, 'free again');
+  });
+
   test('tokens increase for every grant of a key', async () => {
     const clock = new FakeTimeProvider();
     const pipeline = pipelineOn(clock, { key: 'k', wait: '1m' });

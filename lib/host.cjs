@@ -155,6 +155,8 @@ function createApi(binding, options) {
       // Running an execution handed over by `finish` (see `handoff`).
       this.handing = false;
       this.more = false;
+      // Executions settled while effects were applied; dropped once they are (`forget`).
+      this.forgotten = undefined;
       this.dead = undefined;
       this.timer = undefined;
       this.defaultStoreInstance = undefined;
@@ -271,11 +273,23 @@ function createApi(binding, options) {
       try {
         rec.run();
       } catch (error) {
-        // The previous holder is settled already: a failure here is this execution's.
-        rec.fail(error);
+        // The previous holder is settled already: a failure here is this execution's
+        // (its lock is released through `finish` once its callback could have run).
+        if (rec instanceof Execution && rec.running) rec.finish(false, error);
+        else rec.fail(error);
       } finally {
         this.handing = false;
       }
+    }
+
+    /**
+     * Drops a settled execution's record, once the effects being applied are done: an
+     * execution that settles inside a drain (a synchronous callback run by it) still has
+     * its own events among the effects taken next.
+     */
+    forget(id) {
+      if (this.draining) (this.forgotten ??= []).push(id);
+      else this.execs.delete(id);
     }
 
     drain() {
@@ -306,6 +320,10 @@ function createApi(binding, options) {
         this.draining = false;
         // Thrown store errors are kept until the effects that may cite them as a cause are done.
         this.thrown.clear();
+        if (this.forgotten !== undefined) {
+          for (const id of this.forgotten) this.execs.delete(id);
+          this.forgotten = undefined;
+        }
       }
       if (failure) throw failure.error;
     }
@@ -744,10 +762,15 @@ function createApi(binding, options) {
       }
       syncContext = previous;
       if (thenable) {
-        return (result instanceof Promise ? result : Promise.resolve(result)).then(
-          (value) => this.finish(true, value),
-          (error) => this.finish(false, error),
-        );
+        try {
+          return (result instanceof Promise ? result : Promise.resolve(result)).then(
+            (value) => this.finish(true, value),
+            (error) => this.finish(false, error),
+          );
+        } catch (error) {
+          // A Promise subclass whose `then` throws: the callback failed.
+          return this.finish(false, error);
+        }
       }
       return this.finish(true, result);
     }
@@ -756,45 +779,45 @@ function createApi(binding, options) {
       const host = this.host;
       if (ok) this.value = valueOrError;
       else this.error = valueOrError;
-      let status;
-      let next = 0;
+      let word;
       try {
         // A handoff only where nothing else runs: not while effects are applied, nor
         // inside a handed-over execution (its own finish drains instead).
-        let word;
-        try {
-          word = host.engine.finish(this.id, ok, !host.draining && !host.handing);
-        } catch (error) {
-          throw fromEngine(error);
-        }
-        // Execution ids start at 1: a word of 256 or more carries one (and HANDOFF).
-        if (word < 256) {
-          status = host.status(word);
-        } else {
-          status = host.status(word % 256) & ~HANDOFF;
-          next = Math.floor(word / 256);
-        }
+        word = host.engine.finish(this.id, ok, !host.draining && !host.handing);
       } catch (error) {
-        return this.fail(error);
+        return this.fail(fromEngine(error));
       }
-      switch (status) {
+      // Execution ids start at 1: a word of 256 or more carries one (and HANDOFF).
+      const low = word % 256;
+      // This execution settles before the effects the word announces are applied and
+      // before the next holder runs: those may run the next holders' callbacks, and
+      // settlements keep the order of the holders, also when a callback is synchronous.
+      // Its record stays until the effects are applied: its own events are among them.
+      let settled = true;
+      switch (low & 0x0f & ~HANDOFF) {
         case SETTLED_VALUE:
-          this.done(true, this.value);
+          this.settle(true, this.value);
           break;
         case SETTLED_CALLBACK_ERROR:
-          this.done(false, this.error);
+          this.settle(false, this.error);
           break;
         case SETTLED_LOST:
-          this.done(false, this.lostError(this.error));
+          this.settle(false, this.lostError(this.error));
           break;
         default:
-          break; // a `settled` effect follows once the store answers
+          settled = false; // a `settled` effect follows once the store answers
       }
-      // The next holder runs once this execution is settled: its settlement is queued
-      // first (FIFO, also when the next callback is synchronous), and what it starts
-      // (the caller's next execute) runs while the next holder awaits, not between the
-      // two holders.
-      if (next !== 0) host.handoff(next);
+      try {
+        host.status(low);
+      } catch (error) {
+        // Applying the effects failed (another execution's, as a rule): this execution
+        // fails with it unless it has settled already.
+        if (!settled) return this.fail(error);
+      }
+      if (settled) host.forget(this.id);
+      // What this settlement starts (the caller's next execute) runs while the next
+      // holder awaits, not between the two holders.
+      if (word >= 256) host.handoff(Math.floor(word / 256));
       return undefined;
     }
 
@@ -841,6 +864,11 @@ function createApi(binding, options) {
 
     done(ok, valueOrError) {
       this.host.execs.delete(this.id);
+      this.settle(ok, valueOrError);
+    }
+
+    /** Resolves or rejects the execution's promise; its record is the caller's to drop. */
+    settle(ok, valueOrError) {
       if (this.callerSignal) this.callerSignal.removeEventListener('abort', this.onCallerAbort);
       if (ok) this.resolve(valueOrError);
       else this.reject(valueOrError);
