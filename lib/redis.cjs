@@ -493,10 +493,10 @@ class RedisLockStore {
   // when the last acquire that queued it was sent) }, oldest try first.
   #grantChannel;
   #queued = new Map();
-  // Owners this store answered with a lease on a try that said it would wait: owner ->
-  // { fencingToken, sentAt }, oldest first. A grant can reach this store after its
-  // owner's try found the lease already handed to it and was answered with it; the
-  // engine then holds the lease and no longer listens for it: no release then.
+  // Queued owners this store then answered with a lease: owner -> { fencingToken,
+  // sentAt }, oldest first. A grant can reach this store after its owner's try found
+  // the lease already handed to it and was answered with it; the engine then holds the
+  // lease and no longer listens for it: no release then.
   #answered = new Map();
   #grantsWanted = false;
   #grantsListening = false;
@@ -601,10 +601,8 @@ class RedisLockStore {
       return undefined;
     }
     const fencingToken = toToken(reply);
-    if (waits) {
-      this.#queued.delete(owner);
-      this.#remember(this.#answered, owner, { fencingToken, sentAt });
-    }
+    // Only an owner this store queued can have been handed the lease by a release.
+    if (waits && this.#queued.delete(owner)) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
   }
 
