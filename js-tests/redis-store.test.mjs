@@ -794,6 +794,32 @@ describe('standalone Redis', () => {
           assert.equal(await c.release(key, 'C'), true);
         });
 
+        test('close() wakes the owner queued for a key it released, before the caller closes its client', async () => {
+          const key = uniqueKey('close-wake');
+          const own = await newClient();
+          const a = newStore({ client: own, prefix: `${prefix}-grant`, handOffAfter: 60_000 });
+          // The server knows the WAKE script already (as in a process that has run a while):
+          // a first use would be retried with EVAL, after the client closed.
+          await call(server.port, ['SCRIPT', 'LOAD', RedisLockStore[Symbol.for('leasehold.redis.scripts')].WAKE]);
+          const b = waiterStore();
+          await b.listen(key);
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          const granted = b.nextGrant();
+          // Released within A's turn: the key is left for A to take again before the event
+          // loop's next turn, when B would be woken. But A's process is done with it: it
+          // closes the store, then its client, at once (as a process does on its way out).
+          assert.equal(await a.release(key, 'A'), true);
+          await a.close();
+          // ioredis writes a command as it is sent, so even a forced disconnect sends it;
+          // node-redis writes on a later tick, so a caller must quit (gracefully) for
+          // commands sent before to go out.
+          if (kind.name === 'node-redis') await own.quit();
+          else await kind.close(own);
+          assert.equal((await within(2000, "B's grant", granted)).owner, 'B');
+          assert.equal(await b.release(key, 'B'), true);
+        });
+
         test('a queued owner whose store closed, or whose channel nobody hears, is skipped', async () => {
           const key = uniqueKey('unheard');
           const a = waiterStore({ handOffAfter: 0 });

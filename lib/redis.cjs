@@ -654,10 +654,16 @@ class RedisLockStore {
     this.#wakesScheduled = true;
     nextTurn(() => {
       this.#wakesScheduled = false;
-      const leases = [...this.#wakes];
-      this.#wakes.clear();
-      for (const l of leases) this.#run(WAKE, this.#keysOfLease(l), [this.#checkHeard, `${l}:released`]).catch(noop);
+      this.#wakeNow();
     });
+  }
+
+  /** Runs the wakes `#wakeLease` scheduled (not awaited). */
+  #wakeNow() {
+    if (this.#wakes.size === 0) return;
+    const leases = [...this.#wakes];
+    this.#wakes.clear();
+    for (const l of leases) this.#run(WAKE, this.#keysOfLease(l), [this.#checkHeard, `${l}:released`]).catch(noop);
   }
 
   /**
@@ -806,6 +812,11 @@ class RedisLockStore {
     // Owners queued through this store leave the queues: no grant can reach them now.
     // Best effort, not awaited: close() must not wait for a server that may be gone.
     for (const [owner, { key }] of this.#queued) this.#run(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    // Keys released to queued owners that were left for this store to take again (see
+    // `#wakeLease`): woken now, while the caller's client is still open. The wake waits
+    // for the event loop's next turn, and a process on its way out closes its client
+    // before that: the key would stay free, its queued owners waiting for a poll.
+    this.#wakeNow();
     this.#queued.clear();
     this.#answered.clear();
     this.#idleSince.clear();

@@ -3,11 +3,18 @@
 // grants releases hand over, and how
 // each try came about: inside a release announcement, or otherwise (first try, poll).
 //
-//   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR] [--warmup=N]
+//   node bench/profile/contended-trace.mjs [processes=8] [perProcess=200] [--linger] [--prof=DIR] [--warmup=N] [--episodes]
 //
 // --warmup=N: each process first runs N executions alone on a key of its own (as
 // scenario 5 of run.mjs does). CPU is split between waiting (asking to holding) and
 // holding (holding to execute resolving, release included).
+//
+// --episodes: waits over 1 ms split by how they ended (a grant message, or a try that
+// took the key) and by the tries they made (a second try is the engine's poll), with
+// CPU of all threads and, on Linux, of the main thread alone (the rest is V8's
+// background threads: compilation, GC). The first 3 executions of each process are
+// counted apart: the first wait opens the store's subscriber connection. Reading the
+// main thread's CPU costs a /proc read per execution, so this is off by default.
 //
 // Starts its own redis-server; LEASEHOLD_ENGINE picks the engine.
 
@@ -18,7 +25,7 @@ import { connect } from '../support/redis-client.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
-async function worker({ port, key, count, linger, warmup }) {
+async function worker({ port, key, count, linger, warmup, episodes }) {
   const api = (await import('../../lib/index.mjs')).default;
   const { RedisLockStore } = await import('../../lib/redis.mjs');
   const client = await connect(port);
@@ -43,8 +50,22 @@ async function worker({ port, key, count, linger, warmup }) {
       ...rest,
     );
   let waiting = false;
+  // --episodes: the current wait's tries, and whether a grant message ended it.
+  let episodeTries = 0;
+  let episodeGranted = false;
+  const kinds = {};
+  const fs = episodes ? await import('node:fs') : undefined;
+  const schedstat = `/proc/self/task/${process.pid}/schedstat`;
+  const mainCpuUs = () => {
+    try {
+      return Number(fs.readFileSync(schedstat, 'latin1').split(' ')[0]) / 1000;
+    } catch {
+      return Number.NaN; // not Linux
+    }
+  };
   const acquire = store.acquire.bind(store);
   store.acquire = async (...args) => {
+    episodeTries += 1;
     c.tries += 1;
     if (inWake) c.triesInWake += 1;
     if (inTimer) c.triesInTimer += 1;
@@ -75,7 +96,10 @@ async function worker({ port, key, count, linger, warmup }) {
     c.subscribes += 1;
     const stop = subscribe(k, (grant) => {
       c.wakes += 1;
-      if (grant !== undefined) c.grantsOnRelease += 1;
+      if (grant !== undefined) {
+        c.grantsOnRelease += 1;
+        episodeGranted = true;
+      }
       if (!waiting) c.wakesIdle += 1;
       inWake = true;
       try {
@@ -111,6 +135,9 @@ async function worker({ port, key, count, linger, warmup }) {
   for (let i = 0; i < count; i++) {
     const asked = performance.now();
     const askedCpu = process.cpuUsage();
+    const askedMain = episodes ? mainCpuUs() : 0;
+    episodeTries = 0;
+    episodeGranted = false;
     waiting = true;
     await pipeline.execute(() => {
       waits.push(performance.now() - asked);
@@ -119,6 +146,14 @@ async function worker({ port, key, count, linger, warmup }) {
       if (performance.now() - asked > 1) {
         c.longWaits += 1;
         c.cpuLongWaitsMs += (held.user + held.system) / 1000;
+        if (episodes) {
+          const kind = `${i < 3 ? 'first 3: ' : ''}${episodeGranted ? 'granted' : 'took it'}, ${Math.min(episodeTries, 3)}${episodeTries >= 3 ? '+' : ''} ${episodeTries === 1 ? 'try' : 'tries'}`;
+          const k = (kinds[kind] ??= { n: 0, cpuUs: 0, mainUs: 0, wallMs: 0 });
+          k.n += 1;
+          k.cpuUs += held.user + held.system;
+          k.mainUs += mainCpuUs() - askedMain;
+          k.wallMs += performance.now() - asked;
+        }
       }
       return run();
     });
@@ -131,7 +166,7 @@ async function worker({ port, key, count, linger, warmup }) {
   await store.close();
   client.disconnect();
   waits.sort((a, b) => a - b);
-  return { ...c, elapsedMs, waitP50: waits[waits.length >> 1], waitP99: waits[Math.ceil(waits.length * 0.99) - 1] };
+  return { ...c, kinds, elapsedMs, waitP50: waits[waits.length >> 1], waitP99: waits[Math.ceil(waits.length * 0.99) - 1] };
 }
 
 if (process.argv[2]?.startsWith('{')) {
@@ -143,6 +178,7 @@ if (process.argv[2]?.startsWith('{')) {
 const processes = Number(process.argv[2] ?? 8);
 const perProcess = Number(process.argv[3] ?? 200);
 const linger = process.argv.includes('--linger');
+const episodes = process.argv.includes('--episodes');
 const warmup = Number(process.argv.find((a) => a.startsWith('--warmup='))?.slice('--warmup='.length) ?? 0);
 // --prof=DIR: every worker writes a V8 CPU profile there (summarise with profile/top.mjs).
 const profDir = process.argv.find((a) => a.startsWith('--prof='))?.slice('--prof='.length);
@@ -150,7 +186,7 @@ const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-p
 const server = await startRedisServer();
 try {
   const fleet = Array.from({ length: processes }, () =>
-    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger, warmup }, { timeoutMs: 120_000, nodeArgs }),
+    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger, warmup, episodes }, { timeoutMs: 120_000, nodeArgs }),
   );
   await Promise.all(fleet.map((f) => f.ready));
   const t0 = performance.now();
@@ -167,6 +203,20 @@ try {
     `  client CPU per execution (all processes): ${((sum('cpuMs') / total) * 1000).toFixed(0)} µs, of which system ${((sum('sysMs') / total) * 1000).toFixed(0)} µs, while waiting ${((sum('cpuWaitingMs') / total) * 1000).toFixed(0)} µs`,
   );
   console.log(`  waits over 1 ms: ${sum('longWaits')}, CPU during each: ${((sum('cpuLongWaitsMs') / sum('longWaits')) * 1000).toFixed(0)} µs`);
+  if (episodes) {
+    const kinds = {};
+    for (const o of outs) {
+      for (const [kind, v] of Object.entries(o.kinds)) {
+        const k = (kinds[kind] ??= { n: 0, cpuUs: 0, mainUs: 0, wallMs: 0 });
+        for (const f of Object.keys(k)) k[f] += v[f];
+      }
+    }
+    for (const [kind, k] of Object.entries(kinds).sort()) {
+      console.log(
+        `    ${kind.padEnd(28)} ${String(k.n).padStart(4)} waits, CPU each ${(k.cpuUs / k.n).toFixed(0).padStart(5)} µs (main thread ${(k.mainUs / k.n).toFixed(0).padStart(5)}), wall ${(k.wallMs / k.n).toFixed(1)} ms`,
+      );
+    }
+  }
   console.log(`  first tries ${total}; other tries (a retry after a release announced while a try was in flight) ${sum('tries') - sum('triesInWake') - sum('triesInTimer') - total}`);
   const stats = await commandStats(server.port);
   const perExecution = Object.entries(stats)
