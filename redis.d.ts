@@ -145,6 +145,11 @@ export declare class RedisLockStore {
     onReleased: (grant?: LockGrant) => boolean | void,
   ): () => void;
 
-  /** Closes the subscriber connection the store opened, if any. The client stays open. */
+  /**
+   * Closes the subscriber connection the store opened, if any; takes this store's
+   * waiters out of the queues and wakes the first waiter of a key it released and had
+   * kept for its own next try (sent, not awaited: close the store before the client).
+   * The client stays open.
+   */
   close(): Promise<void>;
 }
