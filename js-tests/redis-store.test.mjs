@@ -798,9 +798,9 @@ describe('standalone Redis', () => {
           const key = uniqueKey('close-wake');
           const own = await newClient();
           const a = newStore({ client: own, prefix: `${prefix}-grant`, handOffAfter: 60_000 });
-          // The server knows the WAKE script already (as in a process that has run a while):
-          // a first use would be retried with EVAL, after the client closed.
-          await call(server.port, ['SCRIPT', 'LOAD', RedisLockStore[Symbol.for('leasehold.redis.scripts')].WAKE]);
+          // The server has not run WAKE yet: sent by its digest, it would be retried with
+          // its source after a NOSCRIPT answer, too late, once the client is closed.
+          await call(server.port, ['SCRIPT', 'FLUSH']);
           const b = waiterStore();
           await b.listen(key);
           assert.ok(await a.acquire(key, 'A', 10_000));

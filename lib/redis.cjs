@@ -658,12 +658,20 @@ class RedisLockStore {
     });
   }
 
-  /** Runs the wakes `#wakeLease` scheduled (not awaited). */
-  #wakeNow() {
+  /**
+   * Runs the wakes `#wakeLease` scheduled (not awaited). `closing`: sent as EVAL, in
+   * one command: the caller may close its client next, and EVALSHA's retry after a
+   * NOSCRIPT (a server that has not run WAKE yet) would come too late.
+   */
+  #wakeNow(closing = false) {
     if (this.#wakes.size === 0) return;
     const leases = [...this.#wakes];
     this.#wakes.clear();
-    for (const l of leases) this.#run(WAKE, this.#keysOfLease(l), [this.#checkHeard, `${l}:released`]).catch(noop);
+    for (const l of leases) {
+      const keys = this.#keysOfLease(l);
+      const args = [this.#checkHeard, `${l}:released`];
+      (closing ? this.#redis.eval(WAKE.source, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
+    }
   }
 
   /**
@@ -811,12 +819,13 @@ class RedisLockStore {
     this.#listeners.clear();
     // Owners queued through this store leave the queues: no grant can reach them now.
     // Best effort, not awaited: close() must not wait for a server that may be gone.
-    for (const [owner, { key }] of this.#queued) this.#run(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    // Sent as EVAL, for the reason `#wakeNow` gives.
+    for (const [owner, { key }] of this.#queued) this.#redis.eval(DEQUEUE.source, this.#keys(key).slice(2), [owner]).catch(noop);
     // Keys released to queued owners that were left for this store to take again (see
     // `#wakeLease`): woken now, while the caller's client is still open. The wake waits
     // for the event loop's next turn, and a process on its way out closes its client
     // before that: the key would stay free, its queued owners waiting for a poll.
-    this.#wakeNow();
+    this.#wakeNow(true);
     this.#queued.clear();
     this.#answered.clear();
     this.#idleSince.clear();
