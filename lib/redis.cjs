@@ -557,6 +557,11 @@ class RedisLockStore {
     return `${this.#leaseKey(key)}:released`;
   }
 
+  /** Sends `s` with its source, in one command (a client that throws rejects instead). */
+  async #evalNow(s, keys, args) {
+    return this.#redis.eval(s.source, keys, args);
+  }
+
   async #run(s, keys, args) {
     try {
       return await this.#redis.evalsha(s.sha, keys, args);
@@ -670,7 +675,7 @@ class RedisLockStore {
     for (const l of leases) {
       const keys = this.#keysOfLease(l);
       const args = [this.#checkHeard, `${l}:released`];
-      (closing ? this.#redis.eval(WAKE.source, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
+      (closing ? this.#evalNow(WAKE, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
     }
   }
 
@@ -820,7 +825,7 @@ class RedisLockStore {
     // Owners queued through this store leave the queues: no grant can reach them now.
     // Best effort, not awaited: close() must not wait for a server that may be gone.
     // Sent as EVAL, for the reason `#wakeNow` gives.
-    for (const [owner, { key }] of this.#queued) this.#redis.eval(DEQUEUE.source, this.#keys(key).slice(2), [owner]).catch(noop);
+    for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     // Keys released to queued owners that were left for this store to take again (see
     // `#wakeLease`): woken now, while the caller's client is still open. The wake waits
     // for the event loop's next turn, and a process on its way out closes its client
