@@ -66,12 +66,13 @@ async function contendedWorker(lib, { port, key, count, warmup, deadlineMs, ttlM
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs });
   const me = `${process.pid}`;
+  const errors = [];
+  // The critical section on `counter`: ENTER, then DECR sent without awaiting it.
   const body = (counter, lastHolder, onLast) => async () => {
     const [holders, last] = await client.eval(ENTER, 2, counter, lastHolder, me);
     onLast(Number(holders), last);
     client.decr(counter).catch((error) => errors.push(`DECR: ${error?.message}`));
   };
-  const errors = [];
   const own = `${key}:warm:${me}`;
   const warmBody = body(`${own}:holders`, `${own}:last`, () => {});
   for (let i = 0; i < warmup; i++) await lock.run(own, warmBody);
