@@ -21,6 +21,13 @@ const EXTENDED = 1;
 const NOT_EXTENDED = 2;
 // `finish`: the next waiter was granted in the call; its id is above the status bits.
 const HANDOFF = 8;
+// `start` (with DIRECT) and `finish` (asked to hand off): the one thing to do is a call
+// of lock 0's JS store, an acquire (QUEUED: asking to queue) or a release; its request
+// id is above the status bits, and it is not among the effects.
+const STORE_CALL = 6;
+const STORE_CALL_QUEUED = 7;
+// The option bit of `start`: the host can call a store at once (not applying effects).
+const DIRECT = 8;
 // Store kinds (core/src/host.rs).
 const MEMORY = 0;
 const POLLED = 1;
@@ -441,6 +448,36 @@ function createApi(binding, options) {
       }
     }
 
+    /**
+     * Calls the JS store of `rec`'s lock 0 for `request`, which the engine handed back in
+     * a status word instead of as an effect: an `acquire` (asking to queue with `queue`)
+     * with the lock's key and ttl and the owner the engine gave the lock, or a
+     * `release` with the key and owner of that acquire.
+     */
+    callLayer0(rec, request, acquire, queue) {
+      const lock = rec.locks[0];
+      let key;
+      let owner;
+      if (acquire) {
+        key = rec.keys[0];
+        owner = this.engine.layerOwner(rec.id, 0);
+        rec.keepLockText(0, key, owner);
+      } else {
+        key = rec.lockText?.[0] ?? this.engine.layerKey(rec.id, 0);
+        owner = rec.lockText?.[1] ?? this.engine.layerOwner(rec.id, 0);
+      }
+      this.callStore({
+        request,
+        exec: rec.id,
+        store: lock.id,
+        method: acquire ? 'acquire' : 'release',
+        ttl: lock.ttlMs,
+        key,
+        owner,
+        queue,
+      });
+    }
+
     answer(fx, value) {
       const engine = this.engine;
       if (fx.method === 'acquire') {
@@ -787,7 +824,7 @@ function createApi(binding, options) {
       } catch (error) {
         return this.fail(fromEngine(error));
       }
-      // Execution ids start at 1: a word of 256 or more carries one (and HANDOFF).
+      // Above the status bits: the next holder's id (HANDOFF) or a release's request.
       const low = word % 256;
       // This execution settles before the effects the word announces are applied and
       // before the next holder runs: those may run the next holders' callbacks, and
@@ -817,7 +854,8 @@ function createApi(binding, options) {
       if (settled) host.forget(this.id);
       // What this settlement starts (the caller's next execute) runs while the next
       // holder awaits, not between the two holders.
-      if (word >= 256) host.handoff(Math.floor(word / 256));
+      if (low & HANDOFF) host.handoff(Math.floor(word / 256));
+      else if ((low & 0x0f) === STORE_CALL) host.callLayer0(this, Math.floor(word / 256), false, false);
       return undefined;
     }
 
@@ -1016,26 +1054,32 @@ function createApi(binding, options) {
       host.execs.set(id, rec);
       const engine = host.engine;
       const last = locks.length - 1;
+      // The first acquire may come back in the status word, to be made at once, unless
+      // effects are being applied: it would overtake those.
+      const bits = host.draining || host.handing ? this.options : this.options | DIRECT;
       let status;
       try {
         const defined = this.definedLock ?? this.defineLock();
         if (defined >= 0) {
-          status = engine.startDefined(id, this.options, defined);
+          status = engine.startDefined(id, bits, defined);
         } else {
           for (let i = 0; i < last; i++) {
             const l = locks[i];
             engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
           }
           const l = locks[last];
-          status = engine.start(id, this.options, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
         }
       } catch (error) {
         host.execs.delete(id);
         if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
         throw fromEngine(error);
       }
-      // A synchronous grant carries the innermost token above the status bits.
-      if (host.status(status % 256) === RUNNING) rec.run(Math.floor(status / 256));
+      // A synchronous grant carries the innermost token above the status bits; a store
+      // call handed back, its request.
+      const low = host.status(status % 256);
+      if (low === RUNNING) rec.run(Math.floor(status / 256));
+      else if (low >= STORE_CALL) host.callLayer0(rec, Math.floor(status / 256), true, low === STORE_CALL_QUEUED);
     }
   }
 

@@ -146,10 +146,7 @@ unsafe extern "C" fn start_defined(env: sys::napi_env, info: sys::napi_callback_
         let options = arg_or_throw!(env, args[1], "options");
         let lock = arg_or_throw!(env, args[2], "lock");
         match engine.inner.start_defined(exec, lock, host::exec_options(options)) {
-            Ok(started) => {
-                let flags = engine.flags();
-                number(env, host::start_status(started, flags))
-            }
+            Ok(started) => number(env, host::start_word(&mut engine.inner, exec, options, started, &mut engine.arm_at)),
             Err(err) => throw_lock_error(env, &err),
         }
     })

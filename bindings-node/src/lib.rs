@@ -151,8 +151,10 @@ impl NativeEngine {
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Returns the status
-    /// word plus, when bit `RUNNING` says to run now, 256 × the innermost token.
+    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease, bit 3 direct
+    /// (`host::DIRECT`). Returns the status word of `host::start_word`: above it, 256 ×
+    /// the innermost token when bit `RUNNING` says to run now, or 256 × the request of a
+    /// store call handed back.
     #[napi(catch_unwind)]
     #[allow(clippy::too_many_arguments)]
     pub fn start(
@@ -167,7 +169,7 @@ impl NativeEngine {
     ) -> Result<f64, Code> {
         let started =
             self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
-        Ok(host::start_status(started, self.flags()))
+        Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
     }
 
     /// Status word; bit 1 set when the execution was still acquiring and is cancelled.

@@ -153,7 +153,7 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = startDefined)]
     pub fn start_defined(&mut self, exec: u32, options: u32, lock: u32) -> Result<f64, JsValue> {
         let started = self.inner.start_defined(exec, lock, host::exec_options(options)).map_err(to_js_error)?;
-        Ok(host::start_status(started, self.flags()))
+        Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
     }
 
     /// Adds an outer lock for the next `start`.
@@ -163,8 +163,10 @@ impl WasmEngine {
     }
 
     /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease. Returns the status
-    /// word plus, when bit `RUNNING` says to run now, 256 × the innermost token.
+    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease, bit 3 direct
+    /// (`host::DIRECT`). Returns the status word of `host::start_word`: above it, 256 ×
+    /// the innermost token when bit `RUNNING` says to run now, or 256 × the request of a
+    /// store call handed back.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
@@ -178,7 +180,7 @@ impl WasmEngine {
     ) -> Result<f64, JsValue> {
         let started =
             self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
-        Ok(host::start_status(started, self.flags()))
+        Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
     }
 
     /// The callback of `exec` settled (`ok`: with a value). With `handoff`, a waiter

@@ -43,7 +43,21 @@ pub mod status {
     pub const EXTENDED: u32 = 1;
     /// `extend`: the lease is gone (released, lost or lapsed) or the store refused.
     pub const NOT_EXTENDED: u32 = 2;
+    /// `start` (asked with [`super::DIRECT`]): the only thing to do is the execution's
+    /// first acquire, of lock 0 on a host store; `finish` (asked to hand off): the
+    /// release of lock 0. The call is taken (it is not among the effects) and its
+    /// request id is above the status bits (256 × request): the host calls the store
+    /// itself, with the lock's key and ttl, and the owner of `layerOwner(exec, 0)` (a
+    /// release: that of its acquire).
+    pub const STORE_CALL: u32 = 6;
+    /// As [`STORE_CALL`], for an acquire that asks the store to queue the owner.
+    pub const STORE_CALL_QUEUED: u32 = 7;
 }
+
+/// Option bit of `start`: the host can call a store at once, nothing else running
+/// (it is not applying effects), so the first acquire may come back in the status word
+/// ([`status::STORE_CALL`]).
+pub const DIRECT: u32 = 8;
 
 /// Folds the engine's pending work into a status word: the host timer action (arming
 /// time in `arm_at`) and whether effects wait.
@@ -64,7 +78,8 @@ pub fn status_flags(engine: &mut Engine, arm_at: &mut f64) -> u32 {
     flags
 }
 
-/// Execution options from the host's bits: 1 renew, 2 telemetry, 4 manual lease.
+/// Execution options from the host's bits: 1 renew, 2 telemetry, 4 manual lease
+/// ([`DIRECT`] is the status word's business, not the execution's).
 pub fn exec_options(bits: u32) -> crate::ExecOptions {
     crate::ExecOptions { renew: bits & 1 != 0, telemetry: bits & 2 != 0, manual: bits & 4 != 0 }
 }
@@ -346,22 +361,47 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     numbers[0] = strings.len() as f64;
 }
 
-/// The number `start` returns: the status word, plus 256 × the innermost token when
-/// every lock was granted in the call (tokens of in-process stores stay far below 2^45,
-/// so the sum is an exact JavaScript number).
-pub fn start_status(start: crate::Start, flags: u32) -> f64 {
-    match start {
-        crate::Start::Running { token } => f64::from(status::RUNNING | flags) + 256.0 * token as f64,
-        crate::Start::Pending => f64::from(flags),
+/// The number `start` returns, from what [`Engine::start`] (or
+/// [`Engine::start_defined`]) returned for `exec`, asked with host option bits
+/// `options`: the status word ([`status_flags`] included), plus 256 × the innermost token
+/// when every lock was granted in the call (tokens of in-process stores stay far below
+/// 2^45, so the sum is an exact JavaScript number). With [`DIRECT`], when the only effect
+/// is the first acquire of lock 0 on a host store, that call is taken and returned
+/// instead ([`status::STORE_CALL`], 256 × its request id).
+pub fn start_word(engine: &mut Engine, exec: u32, options: u32, start: crate::Start, arm_at: &mut f64) -> f64 {
+    let call = match start {
+        crate::Start::Pending if options & DIRECT != 0 => take_sole_call(engine, exec, StoreMethod::Acquire),
+        _ => None,
+    };
+    let flags = status_flags(engine, arm_at);
+    match (start, call) {
+        (crate::Start::Running { token }, _) => f64::from(status::RUNNING | flags) + 256.0 * token as f64,
+        (crate::Start::Pending, Some((code, request))) => f64::from(code | flags) + 256.0 * f64::from(request),
+        (crate::Start::Pending, None) => f64::from(flags),
     }
+}
+
+/// Takes the only pending effect when it is `exec`'s call of `method` on lock 0; the
+/// [`status::STORE_CALL`] code and the request id.
+fn take_sole_call(engine: &mut Engine, exec: u32, method: StoreMethod) -> Option<(u32, u32)> {
+    let found = match engine.sole_effect()? {
+        Effect::StoreCall { request, exec: e, layer: 0, method: m, queue, .. } if *e == exec && *m == method => {
+            (if *queue { status::STORE_CALL_QUEUED } else { status::STORE_CALL }, *request)
+        }
+        _ => return None,
+    };
+    engine.take_effect();
+    Some(found)
 }
 
 /// [`Engine::finish`] as hosts call it: the status word ([`finish_status`] and the
 /// flags of [`status_flags`]). With `handoff`, when the release granted the lock to a
 /// waiter and that is the only effect, the waiter's `run` effect is taken
 /// ([`Engine::take_sole_run`]) and returned instead: [`status::HANDOFF`] plus 256 × its
-/// execution id (an exact JavaScript number, ids being 32-bit). A host passes
-/// `handoff` only where it can run that execution at once.
+/// execution id (an exact JavaScript number, ids being 32-bit); and when the only effect
+/// is the release of `exec`'s lock 0 on a host store, that call is:
+/// [`status::STORE_CALL`] plus 256 × its request id. A host passes `handoff` only where
+/// it can run that execution, or call that store, at once.
 ///
 /// # Errors
 /// Those of [`Engine::finish`].
@@ -374,10 +414,15 @@ pub fn finish_call(
 ) -> Result<f64, LockError> {
     let finish = engine.finish(exec, ok)?;
     let next = if handoff { engine.take_sole_run() } else { None };
+    let call = match finish {
+        crate::Finish::Pending if handoff && next.is_none() => take_sole_call(engine, exec, StoreMethod::Release),
+        _ => None,
+    };
     let status = finish_status(finish) | status_flags(engine, arm_at);
-    Ok(match next {
-        Some(next) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
-        None => f64::from(status),
+    Ok(match (next, call) {
+        (Some(next), _) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
+        (None, Some((code, request))) => f64::from(status | code) + 256.0 * f64::from(request),
+        (None, None) => f64::from(status),
     })
 }
 

@@ -1299,3 +1299,90 @@ mod answers {
         assert_eq!(acquired(&mut e, 999, Some(1)), 0, "an unknown request");
     }
 }
+
+// ---- a JS store's first acquire and last release in the status word ------------------
+
+mod store_calls {
+    use super::*;
+    use leasehold_core::host::{answer_call, finish_call, start_word, status, DIRECT};
+
+    /// The low status bits and the number above them.
+    fn split_word(word: f64) -> (u32, u32) {
+        ((word % 256.0) as u32, (word / 256.0).floor() as u32)
+    }
+
+    fn start(e: &mut Engine, exec: u32, locks: Vec<LockSpec>, options: u32) -> (u32, u32) {
+        let started = e.start(exec, locks, ExecOptions::default()).unwrap();
+        split_word(start_word(e, exec, options, started, &mut 0.0))
+    }
+
+    #[test]
+    fn an_uncontended_execution_on_a_js_store_takes_no_effect_at_all() {
+        let mut e = engine();
+        let (code, acquire) = start(&mut e, 1, vec![lock(EXT, "k", 30_000, None)], DIRECT);
+        assert_eq!(code, status::STORE_CALL);
+        assert!(!e.has_effects(), "the acquire was handed back, not left as an effect");
+        assert!(e.layer_owner(1, 0).is_some());
+        assert_eq!(answer_call(&mut e, acquire, Answer::Acquired(Some(9)), true, &mut 0.0), status::RUNNING);
+        let (code, release) = split_word(finish_call(&mut e, 1, true, true, &mut 0.0).unwrap());
+        assert_eq!(code, status::STORE_CALL);
+        assert_ne!(release, acquire);
+        assert!(!e.has_effects(), "the release was handed back");
+        assert_eq!(answer_call(&mut e, release, Answer::Released(Some(true)), true, &mut 0.0), status::SETTLED_VALUE);
+        assert_eq!(e.live_executions(), 0);
+        assert_eq!(e.open_requests(), 0);
+    }
+
+    #[test]
+    fn an_acquire_that_will_wait_on_a_granting_store_asks_to_queue() {
+        let mut e = engine();
+        let (code, _) = start(&mut e, 1, vec![lock(GRANTING, "k", 30_000, Some(1_000))], DIRECT);
+        assert_eq!(code, status::STORE_CALL_QUEUED);
+        let (code, _) = start(&mut e, 2, vec![lock(GRANTING, "j", 30_000, Some(0))], DIRECT);
+        assert_eq!(code, status::STORE_CALL, "a fail-fast try does not queue");
+    }
+
+    #[test]
+    fn without_direct_the_calls_stay_effects() {
+        let mut e = engine();
+        let (code, above) = start(&mut e, 1, vec![lock(EXT, "k", 30_000, None)], 0);
+        assert_eq!((code, above), (status::EFFECTS, 0));
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(acquire.request, Answer::Acquired(Some(3)));
+        drain(&mut e);
+        let (code, above) = split_word(finish_call(&mut e, 1, true, false, &mut 0.0).unwrap());
+        assert_eq!((code, above), (status::EFFECTS, 0));
+        only_call(&mut e, StoreMethod::Release);
+    }
+
+    #[test]
+    fn only_lock_zero_and_only_a_sole_effect_is_handed_back() {
+        let mut e = engine();
+        // Two locks: the outer one's acquire comes first and alone; the inner one's
+        // release comes first at the end, and stays an effect.
+        let (code, outer) = start(&mut e, 1, vec![lock(EXT, "a", 30_000, None), lock(EXT, "b", 30_000, None)], DIRECT);
+        assert_eq!(code, status::STORE_CALL);
+        e.answer(outer, Answer::Acquired(Some(1)));
+        let inner = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(inner.request, Answer::Acquired(Some(2)));
+        drain(&mut e);
+        let (code, above) = split_word(finish_call(&mut e, 1, true, true, &mut 0.0).unwrap());
+        assert_eq!((code, above), (status::EFFECTS, 0));
+        only_call(&mut e, StoreMethod::Release);
+        // Effects already pending: the new call joins them.
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "a", 30_000, None)], ExecOptions::default()).unwrap();
+        let (code, above) = start(&mut e, 2, vec![lock(EXT, "b", 30_000, None)], DIRECT);
+        assert_eq!((code, above), (status::EFFECTS, 0));
+        let (calls, _) = split(&mut e);
+        assert_eq!(calls.len(), 2);
+    }
+
+    #[test]
+    fn a_memory_lock_still_runs_with_its_token_above_the_status() {
+        let mut e = engine();
+        let (code, token) = start(&mut e, 1, vec![lock(MEM, "k", 30_000, None)], DIRECT);
+        assert_eq!((code, token), (status::RUNNING, 1));
+        assert!(!e.has_effects());
+    }
+}
