@@ -27,6 +27,7 @@ function load() {
     startDefined: { value: addon.fastStartDefined, writable: true, configurable: true },
     finish: { value: addon.fastFinish, writable: true, configurable: true },
     token: { value: addon.fastToken, writable: true, configurable: true },
+    layerOwner: { value: addon.fastLayerOwner, writable: true, configurable: true },
     answerAcquire: { value: addon.fastAnswerAcquire, writable: true, configurable: true },
     answerRelease: { value: addon.fastAnswerRelease, writable: true, configurable: true },
   });

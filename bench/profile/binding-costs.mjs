@@ -11,11 +11,11 @@
 //                `run` effect, and the floor of takeEffects() returning no effect (the
 //                header alone)
 //   JS store (the Redis path, a polled store): every call the host makes for one
-//                execution: startDefined + takeEffects() -> [call acquire] +
-//                takeStrings(), answerAcquire (direct: RUNNING in the status word, no
-//                effect), finish + takeEffects() -> [call release] (no text: the host
-//                kept the acquire's key and owner), answerRelease (direct:
-//                SETTLED_VALUE in the status word, no effect)
+//                execution: startDefined (DIRECT: the acquire's request in the status
+//                word, no effect) + layerOwner(exec, 0), answerAcquire (direct: RUNNING
+//                in the status word), finish (the release's request in the status word:
+//                the host kept the acquire's key and owner), answerRelease (direct:
+//                SETTLED_VALUE in the status word); none takes an effect
 // Effects are decoded in the flat format (core/src/host.rs `take_flat_effects`, read by
 // lib/host.cjs `drain`/`apply`), and every status and effect is checked, so a change of
 // the binding API fails loudly instead of measuring something else. Each engine runs
@@ -34,9 +34,11 @@ const N = Number(process.argv[2] ?? 100_000);
 const MEMORY = 0;
 const POLLED = 1;
 const RENEW = 1;
+const DIRECT = 8;
 const FOREVER = -1;
 const RUNNING = 1;
 const SETTLED_VALUE = 2;
+const STORE_CALL = 6;
 const TIMER_BITS = 32 | 64 | 128;
 const HANDOFF = 8;
 const EFFECTS = 16;
@@ -155,47 +157,35 @@ function measure(binding) {
     t.takeOne += c - b;
     t.takeEmpty += d - c;
   }
-  // An execution on a JS store (the Redis path): every call the host makes, with what
-  // each takeEffects returns. The answers are direct (the host runs and settles the
-  // execution from their status words); the host's finish then asks for a handoff,
-  // but there is no waiter to hand off to.
+  // An execution on a JS store (the Redis path): every call the host makes. The store
+  // calls come back in the status words of start and finish, and the answers are
+  // direct (the host runs and settles the execution from their status words); the
+  // host's finish asks for a handoff, but there is no waiter to hand off to.
   const jsLock = engine.defineLock(POLLED, 1, 'bench:js', 30_000, 0);
-  const x = {
-    startJs: 0, takeCallAcquire: 0, stringsAcquire: 0, answerAcquire: 0, finishJs: 0,
-    takeCallRelease: 0, answerRelease: 0,
-  };
+  const x = { startJs: 0, ownerAcquire: 0, answerAcquire: 0, finishJs: 0, answerRelease: 0 };
   for (let i = 0; i < N; i++) {
     const exec = id++;
     let a = performance.now();
-    let status = engine.startDefined(exec, RENEW, jsLock);
+    let status = engine.startDefined(exec, RENEW | DIRECT, jsLock);
     let b = performance.now();
-    const acq = engine.takeEffects();
+    const owner = engine.layerOwner(exec, 0);
     let c = performance.now();
-    const acqStrings = engine.takeStrings();
-    let d = performance.now();
-    check(status < 256 && status & EFFECTS, `JS start status ${status}`);
-    expect(acq, 'call acquire');
-    check(acq[0] === 2 && acqStrings[acq[8]] === 'bench:js', `acquire strings ${acqStrings}`);
+    check(status % 256 === STORE_CALL, `JS start status ${status}`);
+    check(typeof owner === 'string' && owner.length > 0, `owner ${owner}`);
     x.startJs += b - a;
-    x.takeCallAcquire += c - b;
-    x.stringsAcquire += d - c;
+    x.ownerAcquire += c - b;
     a = performance.now();
-    status = engine.answerAcquire(acq[4], i + 1, true);
+    status = engine.answerAcquire(Math.floor(status / 256), i + 1, true);
     b = performance.now();
     check((status & ~TIMER_BITS) === RUNNING, `answerAcquire status ${status}`);
     x.answerAcquire += b - a;
     a = performance.now();
     status = engine.finish(exec, true, true);
     b = performance.now();
-    const rel = engine.takeEffects();
-    c = performance.now();
-    check(status < 256 && (status & 15) === 0 && status & EFFECTS, `JS finish status ${status}`);
-    expect(rel, 'call release');
-    check(rel[0] === 0 && rel[8] === -1, `a release without text: ${rel}`);
+    check((status % 256 & ~TIMER_BITS) === STORE_CALL, `JS finish status ${status}`);
     x.finishJs += b - a;
-    x.takeCallRelease += c - b;
     a = performance.now();
-    status = engine.answerRelease(rel[4], true, true);
+    status = engine.answerRelease(Math.floor(status / 256), true, true);
     b = performance.now();
     check((status & ~TIMER_BITS) === SETTLED_VALUE, `answerRelease status ${status}`);
     x.answerRelease += b - a;
@@ -239,12 +229,10 @@ const names = {
   finishNoHandoff: 'finish, no handoff (wakes the waiter)',
   takeOne: '  takeEffects() -> [run]',
   takeEmpty: '  takeEffects() -> [] (header alone)',
-  startJs: 'JS store: startDefined',
-  takeCallAcquire: '  takeEffects() -> [call acquire]',
-  stringsAcquire: '  takeStrings() -> [key, owner]',
+  startJs: 'JS store: startDefined (-> STORE_CALL)',
+  ownerAcquire: '  layerOwner(exec, 0)',
   answerAcquire: '  answerAcquire (-> RUNNING)',
-  finishJs: '  finish',
-  takeCallRelease: '  takeEffects() -> [call release]',
+  finishJs: '  finish (-> STORE_CALL)',
   answerRelease: '  answerRelease (-> SETTLED_VALUE)',
 };
 const keys = Object.keys(names);

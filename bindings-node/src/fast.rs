@@ -1,5 +1,6 @@
-//! The calls of every execution (`startDefined`, `finish`, `token`, and a JS store's
-//! answers: `answerAcquire`, `answerRelease`) as plain N-API callbacks. napi-rs wraps
+//! The calls of every execution (`startDefined`, `finish`, `token`, and for a JS store
+//! `layerOwner` and its answers: `answerAcquire`, `answerRelease`) as plain N-API
+//! callbacks. napi-rs wraps
 //! each class method in borrow tracking, class-identity checks and argument conversions
 //! that cost more than the engine's own work on this path; these callbacks read up to
 //! three arguments, call the engine and return one number. `lib/native.cjs` installs them on the class's prototype under the
@@ -207,15 +208,36 @@ unsafe extern "C" fn answer_release(env: sys::napi_env, info: sys::napi_callback
     })
 }
 
+/// `layerOwner(exec, layer)`: the owner of a lock of `exec` (the first acquire of a JS
+/// store comes back in `start`'s status word, and the host needs its owner), or
+/// undefined.
+unsafe extern "C" fn layer_owner(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guarded(env, || {
+        let mut args = [ptr::null_mut(); 3];
+        let Some(engine) = receiver(env, info, &mut args) else { return ptr::null_mut() };
+        let exec = arg_or_throw!(env, args[0], "exec");
+        let layer = arg_or_throw!(env, args[1], "layer");
+        match engine.inner.layer_owner(exec, layer) {
+            Some(owner) => {
+                let mut out = ptr::null_mut();
+                sys::napi_create_string_utf8(env, owner.as_ptr().cast::<c_char>(), owner.len() as isize, &mut out);
+                out
+            }
+            None => undefined(env),
+        }
+    })
+}
+
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
 /// Puts the fast callbacks on `exports` as `fastStartDefined`, `fastFinish`, `fastToken`,
-/// `fastAnswerAcquire`, `fastAnswerRelease`.
+/// `fastLayerOwner`, `fastAnswerAcquire`, `fastAnswerRelease`.
 pub(crate) unsafe fn export(env: sys::napi_env, exports: sys::napi_value) -> napi::Result<()> {
-    let callbacks: [(&str, Callback); 5] = [
+    let callbacks: [(&str, Callback); 6] = [
         ("fastStartDefined", start_defined),
         ("fastFinish", finish),
         ("fastToken", token),
+        ("fastLayerOwner", layer_owner),
         ("fastAnswerAcquire", answer_acquire),
         ("fastAnswerRelease", answer_release),
     ];

@@ -205,10 +205,7 @@ impl NativeEngine {
         Ok(host::extend_status(extend) | self.flags())
     }
 
-    #[napi(catch_unwind)]
-    pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
-        self.inner.layer_owner(exec, layer).map(str::to_owned)
-    }
+    // `layerOwner` is a plain N-API callback (fast.rs).
 
     #[napi(catch_unwind)]
     pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
