@@ -509,6 +509,9 @@ class RedisLockStore {
   #handOffMs;
   #checkHeard;
   #lingerTimer = undefined;
+  // The names of the last key used (`#names`): a loop of executions uses one key.
+  #lastKey = undefined;
+  #lastNames = undefined;
 
   /**
    * @param {{ client: object, prefix?: string }} options
@@ -544,17 +547,31 @@ class RedisLockStore {
     return this.#prefix;
   }
 
+  /**
+   * `key`'s Redis names: `lease`, `keys` (lease, token, queue, waiters, in script
+   * order; never changed by whoever receives them) and `channel` (its releases). Kept
+   * for the last key.
+   */
+  #names(key) {
+    if (key === this.#lastKey) return this.#lastNames;
+    const lease = `${this.#prefix}:{${encodeKey(key)}}`;
+    const names = { lease, keys: Object.freeze(this.#keysOfLease(lease)), channel: `${lease}:released` };
+    this.#lastKey = key;
+    this.#lastNames = names;
+    return names;
+  }
+
   #leaseKey(key) {
-    return `${this.#prefix}:{${encodeKey(key)}}`;
+    return this.#names(key).lease;
   }
 
   /** The Redis names of `key`'s lease, token, queue and waiters, in script order. */
   #keys(key) {
-    return this.#keysOfLease(this.#leaseKey(key));
+    return this.#names(key).keys;
   }
 
   #channel(key) {
-    return `${this.#leaseKey(key)}:released`;
+    return this.#names(key).channel;
   }
 
   /** Sends `s` with its source, in one command (a client that throws rejects instead). */
@@ -628,7 +645,8 @@ class RedisLockStore {
     checkString('key', key);
     checkString('owner', owner);
     if (this.#answered.size > 0) this.#answered.delete(owner);
-    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, this.#channel(key)));
+    const names = this.#names(key);
+    const reply = await this.#run(RELEASE, names.keys, this.#releaseArgs(owner, names.channel));
     if (Number(reply) === 2) {
       this.#wakeLease(this.#leaseKey(key));
       return true;
