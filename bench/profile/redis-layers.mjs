@@ -1,6 +1,10 @@
 // Diagnosis for scenario 4: where leasehold's time goes per uncontended Redis execution,
 // layer by layer, each variant in its own process, interleaved over rounds:
 //   floor          SET NX PX + EVALSHA compare-and-delete (two round trips)
+//   floor-eval     the same, its SET NX PX sent as a one-line script (EVALSHA)
+//   floor-args     floor-eval with as many keys and arguments as leasehold's ACQUIRE
+//                  and RELEASE (4 keys + 7 and 4 keys + 5), the scripts unchanged:
+//                  what the arguments alone cost
 //   scripts        leasehold's own ACQUIRE + RELEASE scripts (read from lib/redis.cjs),
 //                  sent with EVALSHA straight from ioredis: the server-side cost
 //   store          RedisLockStore.acquire + release called directly: + the store's JS
@@ -33,6 +37,22 @@ async function variantRun(variant, client) {
     return async () => {
       await client.set('floor:k', 'owner-0123456789abcdef0123456789ab', 'PX', ttl, 'NX');
       await client.evalsha(sha, 1, 'floor:k', 'owner-0123456789abcdef0123456789ab');
+    };
+  }
+  if (variant === 'floor-eval' || variant === 'floor-args') {
+    const del = await client.script('LOAD', "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
+    const set = await client.script('LOAD', "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])");
+    const owner = 'owner-0123456789abcdef0123456789ab';
+    if (variant === 'floor-eval') {
+      return async () => {
+        await client.evalsha(set, 1, 'floor:{k}', owner, String(ttl));
+        await client.evalsha(del, 1, 'floor:{k}', owner);
+      };
+    }
+    const keys = ['floor:{k}', 'floor:{k}:token', 'floor:{k}:queue', 'floor:{k}:waiters'];
+    return async () => {
+      await client.evalsha(set, 4, ...keys, owner, String(ttl), '100000', '', '3000', '1', '10');
+      await client.evalsha(del, 4, ...keys, owner, 'floor:{k}:released', '10', '1', '');
     };
   }
   if (variant === 'scripts') {
@@ -81,7 +101,7 @@ if (process.argv[2]?.startsWith('{')) {
 
 const rounds = Number(process.argv[2] ?? 3);
 const count = Number(process.argv[3] ?? 10_000);
-const variants = ['floor', 'scripts', 'store', 'pipeline-noals', 'pipeline'];
+const variants = ['floor', 'floor-eval', 'floor-args', 'scripts', 'store', 'pipeline-noals', 'pipeline'];
 const server = await startRedisServer();
 const results = Object.fromEntries(variants.map((v) => [v, []]));
 const serverUs = {};

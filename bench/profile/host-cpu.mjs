@@ -1,0 +1,100 @@
+// Diagnosis for scenario 4: the CPU that leasehold's engine and host add to an execution
+// on a JS store, without Redis or a socket (whose noise, on a shared machine, hides a
+// few microseconds). The store is a RedisLockStore over a stand-in client whose
+// `evalsha` resolves at once, so every layer runs as in scenario 4 but the network:
+//   direct          the two EVALSHA calls the store makes, straight on the client
+//   store           RedisLockStore.acquire + release
+//   pipeline-noals  execute() through the engine and host, without AsyncLocalStorage
+//   pipeline        as shipped, with AsyncLocalStorage
+// Each variant runs in its own process, interleaved over rounds; medians of ns per
+// execution.
+//
+//   node bench/profile/host-cpu.mjs [rounds=3] [count=200000]
+// (LEASEHOLD_ENGINE=wasm for the wasm engine; needs dist/: `bash scripts/build.sh`)
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { runChild } from '../support/children.mjs';
+import { median } from '../support/stats.mjs';
+
+const SELF = fileURLToPath(import.meta.url);
+const require = createRequire(import.meta.url);
+const OWNER = '0123456789abcdef0123456789abcdef';
+const TTL = 10_000;
+
+/** An ioredis look-alike that answers every script at once: ACQUIRE with a token, RELEASE with 1. */
+function instantClient() {
+  let token = 1_795_999_229_586_969;
+  const client = {
+    calls: 0,
+    evalsha(_sha, numKeys, ...rest) {
+      client.calls += 1;
+      // ACQUIRE is the only script sent with 7 arguments after its 4 keys.
+      return Promise.resolve(rest.length - numKeys === 7 ? token++ : 1);
+    },
+    eval() {
+      return Promise.reject(new Error('eval is not expected: evalsha never fails here'));
+    },
+  };
+  return client;
+}
+
+function variantRun(variant, client) {
+  if (variant === 'direct') {
+    const keys = ['b:{k}', 'b:{k}:token', 'b:{k}:queue', 'b:{k}:waiters'];
+    return async () => {
+      await client.evalsha('acquire', 4, ...keys, OWNER, String(TTL), '100000', '', '3000', '1', '10');
+      await client.evalsha('release', 4, ...keys, OWNER, 'b:{k}:released', '10', '1', '');
+    };
+  }
+  const { RedisLockStore } = require('../../lib/redis.cjs');
+  const store = new RedisLockStore({ client, prefix: 'b' });
+  if (variant === 'store') {
+    return async () => {
+      await store.acquire('k', OWNER, TTL, { queue: false });
+      await store.release('k', OWNER);
+    };
+  }
+  const { createApi } = require('../../lib/host.cjs');
+  const engine = process.env.LEASEHOLD_ENGINE || 'native';
+  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
+  const api = createApi(binding, { engine, AsyncLocalStorage: variant === 'pipeline' ? AsyncLocalStorage : undefined });
+  const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k', ttl: TTL, store }).build();
+  const noop = async () => 0;
+  return () => pipeline.execute(noop);
+}
+
+if (process.argv[2]?.startsWith('{')) {
+  const { variant, count } = JSON.parse(process.argv[2]);
+  const client = instantClient();
+  const run = variantRun(variant, client);
+  for (let i = 0; i < 20_000; i++) await run();
+  const calls0 = client.calls;
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) await run();
+  const ns = ((performance.now() - t0) / count) * 1e6;
+  const callsPerExecution = (client.calls - calls0) / count;
+  if (callsPerExecution !== 2) throw new Error(`expected 2 store calls per execution, got ${callsPerExecution}`);
+  process.stdout.write(`${JSON.stringify({ ns })}\n`);
+  process.exit(0);
+}
+
+const rounds = Number(process.argv[2] ?? 3);
+const count = Number(process.argv[3] ?? 200_000);
+const variants = ['direct', 'store', 'pipeline-noals', 'pipeline'];
+const results = Object.fromEntries(variants.map((v) => [v, []]));
+for (let r = 0; r < rounds; r++) {
+  for (let i = 0; i < variants.length; i++) {
+    const v = variants[(i + r) % variants.length];
+    results[v].push((await runChild(SELF, { variant: v, count })).ns);
+  }
+}
+console.log(`engine ${process.env.LEASEHOLD_ENGINE || 'native'}; ${rounds} rounds × ${count}; medians, ns per execution`);
+let previous;
+for (const v of variants) {
+  const ns = median(results[v]);
+  const added = previous === undefined ? '' : `  (+${Math.round(ns - previous)} ns over the line above)`;
+  console.log(`${v.padEnd(15)} ${String(Math.round(ns)).padStart(6)} ns${added}`);
+  previous = ns;
+}
