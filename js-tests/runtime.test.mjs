@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore } from 'leasehold';
+import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore, acquireLock } from 'leasehold';
 
 const internals = api[Symbol.for('leasehold.internals')];
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -20,6 +20,46 @@ test('a Rust panic surfaces as an Error and the process lives on', async () => {
   assert.equal(error.code, 'LEASEHOLD_ENGINE_FAILURE');
   const pipeline = new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'k' }).build();
   assert.equal(await pipeline.execute(() => 'still alive'), 'still alive');
+});
+
+test('an engine failure while handing a manual lease over rejects its acquireLock and frees the key', async () => {
+  const clock = new FakeTimeProvider();
+  const store = new MemoryLockStore({ timeProvider: clock });
+  const first = await acquireLock(store, 'k', '10s');
+  const waiting = acquireLock(store, 'k', '10s', { wait: '5s' });
+  // The engine call that reads the waiter's token fails once, as a caught panic does.
+  const engine = internals.hostOf(clock).engine;
+  const token = engine.token;
+  engine.token = function failingOnce() {
+    engine.token = token;
+    throw new Error('leasehold: a failure forced by a test');
+  };
+  await first.release();
+  await assert.rejects(waiting, /forced by a test/);
+  assert.equal(engine.token, token, 'the handover read the token');
+  const again = await acquireLock(store, 'k', '10s');
+  assert.ok(again, 'the lease the waiter could not take was handed back');
+  assert.equal(await again.release(), true);
+});
+
+test('an engine failure while handing a lock over rejects that execution and frees the key', async () => {
+  const clock = new FakeTimeProvider();
+  const pipeline = (wait) => new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', wait }).build();
+  let open;
+  const gate = new Promise((resolve) => (open = resolve));
+  const first = pipeline(0).execute(() => gate);
+  const second = pipeline('5s').execute(() => 'ran');
+  const engine = internals.hostOf(clock).engine;
+  const token = engine.token;
+  engine.token = function failingOnce() {
+    engine.token = token;
+    throw new Error('leasehold: a failure forced by a test');
+  };
+  open('first');
+  assert.equal(await first, 'first');
+  await assert.rejects(second, /forced by a test/);
+  assert.equal(engine.token, token, 'the handover read the token');
+  assert.equal(await pipeline(0).execute(() => 'free'), 'free', 'the lock the waiter could not take was released');
 });
 
 /**

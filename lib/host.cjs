@@ -777,8 +777,17 @@ function createApi(binding, options) {
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
-    run(token = this.host.engine.token(this.id) ?? undefined) {
+    run(token) {
       this.running = true;
+      if (token === undefined) {
+        try {
+          token = this.host.engine.token(this.id) ?? undefined;
+        } catch (error) {
+          // The engine failed (a caught panic) while handing the locks over: the
+          // callback never runs, the execution rejects, and its locks are released.
+          return this.finish(false, fromEngine(error));
+        }
+      }
       this.context.setToken(token);
       // The caller may have aborted after the engine granted the locks but before this
       // run: the callback never runs then.
@@ -1171,8 +1180,16 @@ function createApi(binding, options) {
       }
       this.detachCaller();
       const engine = this.host.engine;
-      const owner = this.lockText?.[1] ?? engine.layerOwner(this.id, 0);
-      const handle = new LeaseHandle(this, this.key, owner, engine.token(this.id));
+      let handle;
+      try {
+        const owner = this.lockText?.[1] ?? engine.layerOwner(this.id, 0);
+        handle = new LeaseHandle(this, this.key, owner, engine.token(this.id));
+      } catch (error) {
+        // The engine failed (a caught panic) while handing the lease over: the caller
+        // is told, and the lease nobody can hold is handed back.
+        this.release().catch(() => {});
+        return this.reject(fromEngine(error));
+      }
       this.resolve(handle);
     }
 
