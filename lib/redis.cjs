@@ -81,10 +81,10 @@ const LINGER_MS = 1_000;
 const FORGET_QUEUED_MS = 60_000;
 
 /*
- * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, token retention ms,
- * the store's grant channel ('' when the store cannot take grants now), queue entry
- * validity ms, '1' when the caller is an engine on a store that grants on release,
- * the store's hand-off ms.
+ * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, '1' when the caller
+ * is an engine on a store that grants on release, and only when the store can take
+ * grants now: its grant channel and its hand-off ms. (Every argument costs the client
+ * and the server time on every call: what the script can work out is not sent.)
  * Held, for a caller that waits: when the lease is this very owner's (a release handed
  * it over and the message was lost or is late) its token, with the lease counted again
  * from now, so that the caller, which counts it from when it sent this try, never
@@ -92,7 +92,7 @@ const FORGET_QUEUED_MS = 60_000;
  * refreshed, keeping its place and its waiting time) when a channel is given. Held for
  * anyone else: false. A waiting caller that takes the key leaves the queue, and, while
  * others are queued, starts its store's turn (see GRANT_FIRST) unless the turn is that
- * store's already or another store's turn began less than ARGV[7] (its hand-off ms)
+ * store's already or another store's turn began less than ARGV[5] (its hand-off ms)
  * ago: a store that takes the key within another's turn does not start a turn of its
  * own, so stores trading the key between them cannot keep a third waiting.
  * Free means "the lease key does not exist": Redis expiry decides liveness.
@@ -111,7 +111,8 @@ const FORGET_QUEUED_MS = 60_000;
  * `redis.replicate_commands()` lets Redis 3.2-4.x write after TIME; a no-op from 5 on.
  */
 const ACQUIRE = script(`if redis.replicate_commands then redis.replicate_commands() end
-local asked = ARGV[6] == '1'
+local asked = ARGV[3] == '1'
+local channel = ARGV[4] or ''
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if not asked then
     return false
@@ -124,7 +125,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     end
     return false
   end
-  if ARGV[4] == '' then
+  if channel == '' then
     return false
   end
   local now = redis.call('TIME')
@@ -134,12 +135,12 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   if old then
     since = tonumber(string.match(old, '^%d+ %d+ (%d+) ')) or now_ms
   end
-  local entry = string.format('%.0f %s %.0f ', now_ms + tonumber(ARGV[5]), ARGV[2], since) .. ARGV[4]
+  local entry = string.format('%.0f %s %.0f ', now_ms + ${QUEUE_ENTRY_MS}, ARGV[2], since) .. channel
   if redis.call('HSET', KEYS[4], ARGV[1], entry) == 1 then
     redis.call('RPUSH', KEYS[3], ARGV[1])
   end
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ${QUEUE_ENTRY_MS})
+  redis.call('PEXPIRE', KEYS[4], ${QUEUE_ENTRY_MS})
   return false
 end
 local now = redis.call('TIME')
@@ -151,20 +152,21 @@ if stored then
     token = stored + 1
   end
 end
-redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
+local retention = math.max(${MIN_TOKEN_RETENTION_MS}, tonumber(ARGV[2]) * 10)
+redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', string.format('%.0f', retention))
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if asked and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
   redis.call('LREM', KEYS[3], 1, ARGV[1])
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+if channel ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
   local now_ms = math.floor(tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000)
   local slice = redis.call('HGET', KEYS[4], '')
-  local since, channel
+  local since, turn
   if slice then
-    since, channel = string.match(slice, '^(%d+) (.*)$')
+    since, turn = string.match(slice, '^(%d+) (.*)$')
   end
-  if channel ~= ARGV[4] and (not since or now_ms - tonumber(since) >= tonumber(ARGV[7])) then
-    redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. ARGV[4])
+  if turn ~= channel and (not since or now_ms - tonumber(since) >= tonumber(ARGV[5])) then
+    redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. channel)
   end
 end
 return token
@@ -245,9 +247,11 @@ end
 `;
 
 /*
- * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, channel, hand-off ms, '1' to
- * check that a grant's message was heard (see GRANT_FIRST), the releasing store's grant
- * channel ('' when it has none: its turn is not counted).
+ * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, and the releasing store's
+ * settings, read only when owners are queued: "<hand-off ms> <1 to check that a grant's
+ * message was heard (see GRANT_FIRST), else 0> <its grant channel>" (the channel empty
+ * when the store has none: its turn is not counted). The release is announced on the
+ * lease's name + ':released'.
  * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
  * at least the hand-off time, at the end of the releasing store's turn, is handed the
  * lease (1). Otherwise the lease is deleted:
@@ -261,12 +265,13 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], 'released')
+  redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
   return 1
 end
 ${GRANT_FIRST}
+local hand_off, check, holder = string.match(ARGV[2], '^(%d+) (%d) (.*)$')
 local now = redis.call('TIME')
-local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(ARGV[3]), ARGV[1], ARGV[4] == '1', ARGV[5])
+local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(hand_off), ARGV[1], check == '1', holder)
 if granted == 1 then
   return 1
 end
@@ -274,7 +279,7 @@ redis.call('DEL', KEYS[1])
 if granted == 2 then
   return 2
 end
-redis.call('PUBLISH', ARGV[2], 'released')
+redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
 return 1
 `);
 
@@ -453,11 +458,6 @@ function queueOption(options) {
   return options.queue === true;
 }
 
-function tokenRetentionMs(ttlMs) {
-  const tenTimes = ttlMs * 10;
-  return Math.max(MIN_TOKEN_RETENTION_MS, Number.isSafeInteger(tenTimes) ? tenTimes : ttlMs);
-}
-
 function toToken(reply) {
   const n = typeof reply === 'number' ? reply : Number(reply);
   if (!Number.isSafeInteger(n) || n <= 0) {
@@ -508,6 +508,9 @@ class RedisLockStore {
   #wakesScheduled = false;
   #handOffMs;
   #checkHeard;
+  // RELEASE's settings (see there), without and with this store's grant channel.
+  #releaseSettings;
+  #releaseSettingsListening;
   #lingerTimer = undefined;
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
@@ -540,6 +543,8 @@ class RedisLockStore {
     // Redis Cluster counts a PUBLISH's subscribers on one node only.
     this.#checkHeard = redis.isCluster ? '0' : '1';
     this.#grantChannel = `${prefix}:grants:${randomBytes(12).toString('hex')}`;
+    this.#releaseSettings = `${this.#handOffMs} ${this.#checkHeard} `;
+    this.#releaseSettingsListening = `${this.#releaseSettings}${this.#grantChannel}`;
   }
 
   /** The key prefix in use. */
@@ -609,15 +614,10 @@ class RedisLockStore {
     // Taking the key again, just after releasing it: no need to wake a queued owner.
     if (this.#wakes.size > 0) this.#wakes.delete(this.#leaseKey(key));
     const sentAt = performance.now();
-    const reply = await this.#run(ACQUIRE, this.#keys(key), [
-      owner,
-      String(ttlMs),
-      String(tokenRetentionMs(ttlMs)),
-      queue ? this.#grantChannel : '',
-      String(QUEUE_ENTRY_MS),
-      waits ? '1' : '0',
-      this.#handOffMs,
-    ]);
+    const args = queue
+      ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
+      : [owner, String(ttlMs), waits ? '1' : '0'];
+    const reply = await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
       if (queue) this.#rememberQueued(owner, key, sentAt);
       return undefined;
@@ -645,8 +645,7 @@ class RedisLockStore {
     checkString('key', key);
     checkString('owner', owner);
     if (this.#answered.size > 0) this.#answered.delete(owner);
-    const names = this.#names(key);
-    const reply = await this.#run(RELEASE, names.keys, this.#releaseArgs(owner, names.channel));
+    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner));
     if (Number(reply) === 2) {
       this.#wakeLease(this.#leaseKey(key));
       return true;
@@ -654,9 +653,9 @@ class RedisLockStore {
     return toFlag(reply, 'release');
   }
 
-  /** RELEASE's arguments for `owner`'s lease, announced on `channel`. */
-  #releaseArgs(owner, channel) {
-    return [owner, channel, this.#handOffMs, this.#checkHeard, this.#grantsListening ? this.#grantChannel : ''];
+  /** RELEASE's arguments for `owner`'s lease. */
+  #releaseArgs(owner) {
+    return [owner, this.#grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
   }
 
   /** The Redis names of a lease's key, from the lease's name, in script order. */
@@ -802,7 +801,7 @@ class RedisLockStore {
     // and answered with it, before this message came): its holder runs under it.
     const handedOver = this.#answered.get(owner)?.fencingToken === fencingToken;
     if (!this.#listeners.offer(channel, { owner, fencingToken, age }) && !handedOver) {
-      this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, channel)).then(
+      this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner)).then(
         (reply) => {
           if (Number(reply) === 2) this.#wakeLease(lease);
         },

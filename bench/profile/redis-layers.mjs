@@ -3,7 +3,7 @@
 //   floor          SET NX PX + EVALSHA compare-and-delete (two round trips)
 //   floor-eval     the same, its SET NX PX sent as a one-line script (EVALSHA)
 //   floor-args     floor-eval with as many keys and arguments as leasehold's ACQUIRE
-//                  and RELEASE (4 keys + 7 and 4 keys + 5), the scripts unchanged:
+//                  and RELEASE (4 keys + 3 and 4 keys + 2), the scripts unchanged:
 //                  what the arguments alone cost
 //   scripts        leasehold's own ACQUIRE + RELEASE scripts (read from lib/redis.cjs),
 //                  sent with EVALSHA straight from ioredis: the server-side cost
@@ -51,8 +51,8 @@ async function variantRun(variant, client) {
     }
     const keys = ['floor:{k}', 'floor:{k}:token', 'floor:{k}:queue', 'floor:{k}:waiters'];
     return async () => {
-      await client.evalsha(set, 4, ...keys, owner, String(ttl), '100000', '', '3000', '1', '10');
-      await client.evalsha(del, 4, ...keys, owner, 'floor:{k}:released', '10', '1', '');
+      await client.evalsha(set, 4, ...keys, owner, String(ttl), '1');
+      await client.evalsha(del, 4, ...keys, owner, '10 1 ');
     };
   }
   if (variant === 'scripts') {
@@ -61,8 +61,8 @@ async function variantRun(variant, client) {
     const owner = '0123456789abcdef0123456789abcdef';
     return async () => {
       const keys = ['bench:{k}', 'bench:{k}:token', 'bench:{k}:queue', 'bench:{k}:waiters'];
-      await client.evalsha(acquire, 4, ...keys, owner, String(ttl), '100000', '', '3000');
-      await client.evalsha(release, 4, ...keys, owner, 'bench:{k}:released', '20');
+      await client.evalsha(acquire, 4, ...keys, owner, String(ttl), '1');
+      await client.evalsha(release, 4, ...keys, owner, '10 1 ');
     };
   }
   const { RedisLockStore } = require('../../lib/redis.cjs');
