@@ -101,7 +101,7 @@ const S = quick
       manyKeys: { count: 100_000, warmup: 2_000, rounds: 3 },
       contention: { tasks: 64, perTask: 1_000, deadlineMs: 8_000, rounds: 3 },
       inprocess: { rounds: 3 },
-      redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 3 },
+      redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 5 },
       redisContended: { processes: 8, perProcess: 500, warmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
