@@ -21,6 +21,10 @@
 //   had the key 10 ms (else the releasing process may take it again, and the first
 //   waiter gets it if it does not). leasehold-native-fifo (scenario 5): the same with
 //   handOffAfter: 0, every release hands over in arrival order.
+// - floor-fifo (scenario 5 only, not a lock to use): a list holding the key's one token;
+//   acquire is BLPOP, which Redis answers for the longest-blocked client as soon as the
+//   release RPUSHes the token back. No ttl, no owner, no polling, no script: the least a
+//   handover between processes in arrival order can cost on Redis.
 
 import { randomUUID } from 'node:crypto';
 
@@ -49,6 +53,27 @@ async function floorLock({ client, ttlMs, waitMs }) {
         return await fn({ token: undefined });
       } finally {
         await client.evalsha(sha, 1, key, owner);
+      }
+    },
+    async close() {},
+  };
+}
+
+async function floorFifoLock({ client, waitMs }) {
+  const started = new Set();
+  return {
+    async run(key, fn) {
+      const tokens = `${key}:fifo-token`;
+      if (!started.has(key)) {
+        started.add(key);
+        // The first process to come puts the key's one token in.
+        if ((await client.set(`${key}:fifo-started`, '1', 'NX')) === 'OK') await client.rpush(tokens, '1');
+      }
+      if ((await client.blpop(tokens, waitMs / 1000)) === null) throw new Error('floor-fifo: lock not acquired');
+      try {
+        return await fn({ token: undefined });
+      } finally {
+        await client.rpush(tokens, '1');
       }
     },
     async close() {},
@@ -130,6 +155,8 @@ export async function createRedisLock(name, options) {
   switch (name) {
     case 'floor':
       return floorLock(options);
+    case 'floor-fifo':
+      return floorFifoLock(options);
     case 'redlock':
       return redlockLock(options);
     case 'redis-semaphore':
