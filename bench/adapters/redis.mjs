@@ -60,14 +60,16 @@ async function floorLock({ client, ttlMs, waitMs }) {
 }
 
 async function floorFifoLock({ client, waitMs }) {
+  // BLPOP with a timeout of 0 blocks forever: this floor only waits.
+  if (!(waitMs > 0)) throw new Error('floor-fifo only waits: waitMs must be positive');
   const started = new Set();
   return {
     async run(key, fn) {
       const tokens = `${key}:fifo-token`;
       if (!started.has(key)) {
-        started.add(key);
         // The first process to come puts the key's one token in.
         if ((await client.set(`${key}:fifo-started`, '1', 'NX')) === 'OK') await client.rpush(tokens, '1');
+        started.add(key);
       }
       if ((await client.blpop(tokens, waitMs / 1000)) === null) throw new Error('floor-fifo: lock not acquired');
       try {
