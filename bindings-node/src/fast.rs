@@ -1,10 +1,10 @@
 //! The calls of every execution (`startDefined`, `finish`, `token`, and for a JS store
 //! `layerOwner` and its answers: `answerAcquire`, `answerRelease`) as plain N-API
-//! callbacks. napi-rs wraps
-//! each class method in borrow tracking, class-identity checks and argument conversions
-//! that cost more than the engine's own work on this path; these callbacks read up to
-//! three arguments, call the engine and return one number. `lib/native.cjs` installs them on the class's prototype under the
-//! names the host calls, so both bindings still list the same methods.
+//! callbacks. napi-rs wraps each class method in borrow tracking, class-identity checks
+//! and argument conversions that cost more than the engine's own work on this path;
+//! these callbacks read up to three arguments, call the engine and return one value.
+//! `lib/native.cjs` installs them on the class's prototype under the names the host
+//! calls, so both bindings still list the same methods.
 //!
 //! Safety: the receiver is found with `napi_unwrap` and accepted only if it is a live
 //! `NativeEngine` registered by `enableFast()` (the set is per thread, as engines
@@ -180,32 +180,33 @@ unsafe extern "C" fn token(env: sys::napi_env, info: sys::napi_callback_info) ->
     })
 }
 
-/// `answerAcquire(request, token, direct)`: a store answered `acquire` (`token`
-/// undefined: held); the status word of `host::answer_call`.
-unsafe extern "C" fn answer_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+/// A store's answer `(request, value, direct)`, the value read by `answer`; the status
+/// word of `host::answer_call`.
+unsafe fn answer_with(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    answer: unsafe fn(sys::napi_env, sys::napi_value) -> Answer,
+) -> sys::napi_value {
     guarded(env, || {
         let mut args = [ptr::null_mut(); 3];
         let Some(engine) = receiver(env, info, &mut args) else { return ptr::null_mut() };
         let request = arg_or_throw!(env, args[0], "request");
-        let token = optional_number(env, args[1]);
+        let answer = answer(env, args[1]);
         let direct = bool_arg(env, args[2]);
-        let answer = Answer::Acquired(token.map(|t| t as u64));
         number(env, f64::from(host::answer_call(&mut engine.inner, request, answer, direct, &mut engine.arm_at)))
     })
 }
 
+/// `answerAcquire(request, token, direct)`: a store answered `acquire` (`token`
+/// undefined: held).
+unsafe extern "C" fn answer_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    answer_with(env, info, |env, token| Answer::Acquired(unsafe { optional_number(env, token) }.map(|t| t as u64)))
+}
+
 /// `answerRelease(request, released, direct)`: a store answered `release` (`released`:
-/// what it resolved to, when a boolean); the status word of `host::answer_call`.
+/// what it resolved to, when a boolean).
 unsafe extern "C" fn answer_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guarded(env, || {
-        let mut args = [ptr::null_mut(); 3];
-        let Some(engine) = receiver(env, info, &mut args) else { return ptr::null_mut() };
-        let request = arg_or_throw!(env, args[0], "request");
-        let released = optional_bool(env, args[1]);
-        let direct = bool_arg(env, args[2]);
-        let answer = Answer::Released(released);
-        number(env, f64::from(host::answer_call(&mut engine.inner, request, answer, direct, &mut engine.arm_at)))
-    })
+    answer_with(env, info, |env, released| Answer::Released(unsafe { optional_bool(env, released) }))
 }
 
 /// `layerOwner(exec, layer)`: the owner of a lock of `exec` (the first acquire of a JS

@@ -290,7 +290,8 @@ impl NativeEngine {
 }
 
 /// Lets `engine` take the fast calls (`fast.rs`: `startDefined`, `finish`, `token`,
-/// `answerAcquire`, `answerRelease`), which `lib/native.cjs` installs on the prototype.
+/// `layerOwner`, `answerAcquire`, `answerRelease`), which `lib/native.cjs` installs on
+/// the prototype.
 #[napi(catch_unwind)]
 pub fn enable_fast(engine: &mut NativeEngine) {
     fast::register(engine);
