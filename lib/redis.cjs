@@ -285,10 +285,11 @@ return 1
 
 /*
  * WAKE. KEYS: lease, token, queue, waiters. ARGV: '1' to check that the grant's message
- * was heard (see GRANT_FIRST), the key's channel. The key was released with owners
- * queued and the releasing store did not take it again: if it is still free, the first
- * queued owner gets it now, however long it has waited (1); when none is left, the
- * release is announced on the key's channel, for waiters not queued yet.
+ * was heard (see GRANT_FIRST). The key was released with owners queued and the
+ * releasing store did not take it again: if it is still free, the first queued owner
+ * gets it now, however long it has waited (1); when none is left, the release is
+ * announced on the lease's name + ':released' (as RELEASE does), for waiters not queued
+ * yet.
  */
 const WAKE = script(`if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -299,7 +300,7 @@ local now = redis.call('TIME')
 if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1', '') == 1 then
   return 1
 end
-redis.call('PUBLISH', ARGV[2], 'released')
+redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
 return 0
 `);
 
@@ -691,7 +692,7 @@ class RedisLockStore {
     this.#wakes.clear();
     for (const l of leases) {
       const keys = this.#keysOfLease(l);
-      const args = [this.#checkHeard, `${l}:released`];
+      const args = [this.#checkHeard];
       (closing ? this.#evalNow(WAKE, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
     }
   }
