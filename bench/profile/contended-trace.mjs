@@ -20,7 +20,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
-import { readyThenWaitForGo, startChild } from '../support/children.mjs';
+import { readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -169,11 +169,7 @@ async function worker({ port, key, count, linger, warmup, episodes }) {
   return { ...c, kinds, elapsedMs, waitP50: waits[waits.length >> 1], waitP99: waits[Math.ceil(waits.length * 0.99) - 1] };
 }
 
-if (process.argv[2]?.startsWith('{')) {
-  const out = await worker(JSON.parse(process.argv[2]));
-  process.stdout.write(`${JSON.stringify(out)}\n`);
-  process.exit(0);
-}
+await runAsChild(worker);
 
 const processes = Number(process.argv[2] ?? 8);
 const perProcess = Number(process.argv[3] ?? 200);

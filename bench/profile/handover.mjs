@@ -15,7 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { call, commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
-import { readyThenWaitForGo, startChild } from '../support/children.mjs';
+import { readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
@@ -47,11 +47,7 @@ async function worker({ lib, port, key, count }) {
   return { enters, cpuUs: cpu.user + cpu.system };
 }
 
-if (process.argv[2]?.startsWith('{')) {
-  const out = await worker(JSON.parse(process.argv[2]));
-  process.stdout.write(`${JSON.stringify(out)}\n`);
-  process.exit(0);
-}
+await runAsChild(worker);
 
 const processes = Number(process.argv[2] ?? 8);
 const perProcess = Number(process.argv[3] ?? 500);

@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { runChild } from '../support/children.mjs';
+import { runAsChild, runChild } from '../support/children.mjs';
 import { median } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -65,8 +65,7 @@ function variantRun(variant, client) {
   return () => pipeline.execute(noop);
 }
 
-if (process.argv[2]?.startsWith('{')) {
-  const { variant, count } = JSON.parse(process.argv[2]);
+await runAsChild(async ({ variant, count }) => {
   const client = instantClient();
   const run = variantRun(variant, client);
   for (let i = 0; i < 20_000; i++) await run();
@@ -76,9 +75,8 @@ if (process.argv[2]?.startsWith('{')) {
   const ns = ((performance.now() - t0) / count) * 1e6;
   const callsPerExecution = (client.calls - calls0) / count;
   if (callsPerExecution !== 2) throw new Error(`expected 2 store calls per execution, got ${callsPerExecution}`);
-  process.stdout.write(`${JSON.stringify({ ns })}\n`);
-  process.exit(0);
-}
+  return { ns };
+});
 
 const rounds = Number(process.argv[2] ?? 3);
 const count = Number(process.argv[3] ?? 200_000);

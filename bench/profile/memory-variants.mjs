@@ -12,7 +12,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { runChild } from '../support/children.mjs';
+import { runAsChild, runChild } from '../support/children.mjs';
 import { gaps, median, quantiles } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -67,13 +67,10 @@ async function contention(run, tasks = 64, perTask = 1000) {
   return { opsPerSec: ((tasks * perTask) / (performance.now() - t0)) * 1000, p50: q.p50, p99: q.p99 };
 }
 
-if (process.argv[2]?.startsWith('{')) {
-  const { variant, scenario } = JSON.parse(process.argv[2]);
+await runAsChild(async ({ variant, scenario }) => {
   const run = await makeRun(variant);
-  const out = scenario === 'contention' ? await contention(run) : await uncontended(run);
-  process.stdout.write(`${JSON.stringify(out)}\n`);
-  process.exit(0);
-}
+  return scenario === 'contention' ? contention(run) : uncontended(run);
+});
 
 const scenario = process.argv[2] ?? 'uncontended';
 const rounds = Number(process.argv[3] ?? 5);

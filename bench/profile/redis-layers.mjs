@@ -18,7 +18,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { commandStats, startRedisServer, call } from '../../js-tests/support/redis.mjs';
-import { runChild } from '../support/children.mjs';
+import { runAsChild, runChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 import { gaps, median, quantiles } from '../support/stats.mjs';
 
@@ -84,8 +84,7 @@ async function variantRun(variant, client) {
   return () => pipeline.execute(noop);
 }
 
-if (process.argv[2]?.startsWith('{')) {
-  const { variant, port, count } = JSON.parse(process.argv[2]);
+await runAsChild(async ({ variant, port, count }) => {
   const client = await connect(port);
   const run = await variantRun(variant, client);
   for (let i = 0; i < 1000; i++) await run();
@@ -96,9 +95,8 @@ if (process.argv[2]?.startsWith('{')) {
     stamps[i + 1] = performance.now();
   }
   const q = quantiles(gaps(stamps, count));
-  process.stdout.write(`${JSON.stringify({ opsPerSec: (count / (stamps[count] - stamps[0])) * 1000, p50: q.p50 })}\n`);
-  process.exit(0);
-}
+  return { opsPerSec: (count / (stamps[count] - stamps[0])) * 1000, p50: q.p50 };
+});
 
 const rounds = Number(process.argv[2] ?? 3);
 const count = Number(process.argv[3] ?? 10_000);

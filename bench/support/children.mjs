@@ -80,3 +80,15 @@ export async function readyThenWaitForGo() {
   await go;
   lines.close();
 }
+
+/**
+ * The child's side of `startChild` for a script that is also run by hand: when this
+ * process was started with a JSON payload, runs `main(payload)`, prints its result as the
+ * last line and exits; otherwise returns at once.
+ */
+export async function runAsChild(main) {
+  if (!process.argv[2]?.startsWith('{')) return;
+  const out = await main(JSON.parse(process.argv[2]));
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.exit(0);
+}
