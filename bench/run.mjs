@@ -476,6 +476,24 @@ function commandOutput(cmd, args, cwd = ROOT) {
   return r.status === 0 ? r.stdout.trim() : '?';
 }
 
+/**
+ * How an idle CPU sleeps (Linux cpuidle), when readable: on a VM, waking a halted vCPU
+ * is most of a loopback round trip, so it moves every Redis number (see RESULTS.md).
+ */
+function cpuIdle() {
+  const read = (file) => {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const driver = read('/sys/devices/system/cpu/cpuidle/current_driver');
+  if (driver === undefined) return '';
+  const poll = read('/sys/module/haltpoll/parameters/guest_halt_poll_ns');
+  return `; cpuidle ${driver}${driver === 'haltpoll' && poll !== undefined ? ` (guest_halt_poll_ns ${poll})` : ''}`;
+}
+
 const wallS = (performance.now() - started) / 1000;
 const cpus = os.cpus();
 const leaseholdVersion = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
@@ -483,7 +501,7 @@ const commit = commandOutput('git', ['rev-parse', '--short', 'HEAD']);
 const dirty = commandOutput('git', ['status', '--porcelain', '--', 'lib', 'core', 'bindings-node', 'bindings-wasm']) ? ' + uncommitted engine changes' : '';
 const environment = [
   `- Date: ${new Date().toISOString()}; wall time of the run: ${wallS.toFixed(0)} s${quick ? ' (--quick)' : ''}`,
-  `- Machine: ${cpus[0]?.model ?? '?'} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')}`,
+  `- Machine: ${cpus[0]?.model ?? '?'} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}${cpuIdle()}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')}`,
   `- Node ${process.version}; ${commandOutput('redis-server', ['--version']).replace(/ sha=.*/, '')}`,
   `- leasehold ${leaseholdVersion} (${commit}${dirty}); engines: ${engines.join(', ')}`,
   `- Peers: async-mutex ${version('async-mutex')}, @sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')} (redlock v5 line), redis-semaphore ${version('redis-semaphore')}, @verrou/core ${version('@verrou/core')}; client ioredis ${version('ioredis')}`,
