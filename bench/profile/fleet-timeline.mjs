@@ -10,11 +10,12 @@
 // - the in-turn step timeline: median µs between the client's events (asked, each
 //   command sent and answered, holding, body done), over acquisitions that followed
 //   the same process, from the first process's view;
-// - Redis server time per acquisition (INFO commandstats: scripts and all);
+// - Redis's CPU per acquisition (INFO cpu), and the commands that took the most time;
 // - CPU of the fleet per acquisition, main threads apart from the others (V8's, libuv's).
 //
-//   node bench/profile/fleet-timeline.mjs [processes=8] [perProcess=500] [rounds=2] [libs=redis-semaphore,leasehold-native]
+//   node bench/profile/fleet-timeline.mjs [processes=8] [perProcess=500] [rounds=2] [libs=redis-semaphore,leasehold-native] [--node-args="..."]
 //
+// --node-args: flags for every process of the fleet (say, V8's `--single-threaded-gc`).
 // Starts its own redis-server. Linux only for the thread split (reads /proc/self/task).
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -120,10 +121,12 @@ async function worker({ lib, port, key, count }) {
 await runAsChild(worker);
 
 const us = (ms) => `${(ms * 1000).toFixed(1)} µs`;
-const processes = Number(process.argv[2] ?? 8);
-const perProcess = Number(process.argv[3] ?? 500);
-const rounds = Number(process.argv[4] ?? 2);
-const libs = (process.argv[5] ?? 'redis-semaphore,leasehold-native').split(',');
+const nodeArgs = (process.argv.find((a) => a.startsWith('--node-args='))?.slice('--node-args='.length) ?? '').split(' ').filter(Boolean);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const processes = Number(positional[0] ?? 8);
+const perProcess = Number(positional[1] ?? 500);
+const rounds = Number(positional[2] ?? 2);
+const libs = (positional[3] ?? 'redis-semaphore,leasehold-native').split(',');
 const server = await startRedisServer();
 try {
   for (let r = 0; r < rounds; r++) {
@@ -132,7 +135,7 @@ try {
       const key = `fleet:${lib}`;
       const env = lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: lib.split('-')[1] } : {};
       const fleet = Array.from({ length: processes }, () =>
-        startChild(SELF, { lib, port: server.port, key, count: perProcess }, { env, timeoutMs: 120_000 }),
+        startChild(SELF, { lib, port: server.port, key, count: perProcess }, { env, nodeArgs, timeoutMs: 120_000 }),
       );
       await Promise.all(fleet.map((c) => c.ready));
       await call(server.port, ['CONFIG', 'RESETSTAT']);
