@@ -62,6 +62,80 @@ test('an engine failure while handing a lock over rejects that execution and fre
   assert.equal(await pipeline(0).execute(() => 'free'), 'free', 'the lock the waiter could not take was released');
 });
 
+/** A store written in JavaScript (not the built-in one): leases in a Map, no expiry. */
+function mapStore() {
+  const leases = new Map();
+  let token = 0;
+  return {
+    leases,
+    calls: [],
+    async acquire(key, owner) {
+      this.calls.push(['acquire', key, owner]);
+      if (leases.has(key)) return undefined;
+      leases.set(key, owner);
+      return { fencingToken: ++token };
+    },
+    async renew(key, owner) {
+      return leases.get(key) === owner;
+    },
+    async release(key, owner) {
+      this.calls.push(['release', key, owner]);
+      if (leases.get(key) !== owner) return false;
+      leases.delete(key);
+      return true;
+    },
+  };
+}
+
+for (const [what, acquiring] of [
+  ['acquire', true],
+  ['release', false],
+]) {
+  test(`an engine failure while reading the owner for a JavaScript store's ${what} settles the execution`, async () => {
+    const clock = new FakeTimeProvider();
+    const store = mapStore();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', store }).build();
+    assert.equal(await pipeline.execute(() => 'warm'), 'warm');
+    const engine = internals.hostOf(clock).engine;
+    const layerOwner = engine.layerOwner;
+    const layerKey = engine.layerKey;
+    const failing = function failingOnce() {
+      engine.layerOwner = layerOwner;
+      engine.layerKey = layerKey;
+      throw new Error('leasehold: a failure forced by a test');
+    };
+    if (acquiring) {
+      engine.layerOwner = failing;
+      // Told as a failed acquire: the store error says which call, its cause what failed.
+      await assert.rejects(pipeline.execute(() => 'never'), (error) => {
+        assert.match(error.message, /acquire\('k'\)/);
+        assert.match(error.cause?.message, /forced by a test/);
+        return true;
+      });
+      assert.equal(engine.layerOwner, layerOwner, 'the acquire read the owner');
+      assert.deepEqual(store.calls.slice(2), [], 'the store was not called without an owner');
+    } else {
+      // The release reads the key and owner its acquire kept; without them, from the engine.
+      let rec;
+      const running = pipeline.execute(() => {
+        rec = [...internals.hostOf(clock).execs.values()][0];
+        rec.lockText = undefined;
+        engine.layerOwner = failing;
+        engine.layerKey = failing;
+        return 'ran';
+      });
+      assert.equal(await running, 'ran', 'a failed release does not fail the execution');
+      assert.ok(rec, 'the callback ran');
+      assert.equal(engine.layerKey, layerKey, 'the release asked the engine for the key');
+    }
+    assert.equal(internals.hostOf(clock).execs.size, 0, 'no execution record is left');
+    // The engine lives on, and knows nothing is pending for the key on its side.
+    if (!acquiring) store.leases.clear(); // the release never reached the store
+    assert.equal(await pipeline.execute(() => 'again'), 'again');
+    assert.equal(store.leases.size, 0);
+  });
+}
+
 /**
  * Runs `script` (an ES module that prints `exit-after <ms>` on exit) in a child Node and
  * checks that it exits on its own, long before a renewal timer of its 1-minute lease

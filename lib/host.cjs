@@ -458,13 +458,19 @@ function createApi(binding, options) {
       const lock = rec.locks[0];
       let key;
       let owner;
-      if (acquire) {
-        key = rec.keys[0];
-        owner = this.engine.layerOwner(rec.id, 0);
-        rec.keepLockText(0, key, owner);
-      } else {
-        key = rec.lockText?.[0] ?? this.engine.layerKey(rec.id, 0);
-        owner = rec.lockText?.[1] ?? this.engine.layerOwner(rec.id, 0);
+      try {
+        if (acquire) {
+          key = rec.keys[0];
+          owner = this.engine.layerOwner(rec.id, 0);
+          rec.keepLockText(0, key, owner);
+        } else {
+          key = rec.lockText?.[0] ?? this.engine.layerKey(rec.id, 0);
+          owner = rec.lockText?.[1] ?? this.engine.layerOwner(rec.id, 0);
+        }
+      } catch (error) {
+        // The engine could not say whose lock this is: the store is not called, and the
+        // engine is told that the call failed, as if the store had thrown.
+        return this.failed({ request, exec: rec.id, method: acquire ? 'acquire' : 'release' }, fromEngine(error));
       }
       this.callStore({
         request,
