@@ -69,13 +69,12 @@ function ensureBuilt() {
 ensureInstalled();
 const engines = ensureBuilt();
 const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/stats.mjs');
-const { startChild, runChild } = await import('./support/children.mjs');
+const { engineEnv, startChild, runChild } = await import('./support/children.mjs');
 const { startRedisServer } = await import('../js-tests/support/redis.mjs');
 
 // 'leasehold-<engine>' and variants such as 'leasehold-native-fifo'.
 const engineOf = (lib) => lib.split('-')[1];
 const available = (lib) => !lib.startsWith('leasehold-') || engines.includes(engineOf(lib));
-const envFor = (lib) => (lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: engineOf(lib) } : {});
 const MEMORY_CHILD = path.join(BENCH, 'memory.mjs');
 const REDIS_CHILD = path.join(BENCH, 'redis.mjs');
 const MEMORY_LIBS = ['floor', 'async-mutex', 'verrou', 'leasehold-native', 'leasehold-wasm'].filter(available);
@@ -157,7 +156,7 @@ function target(scenario, text, met, detail) {
 
 // ---- 1. memory, uncontended ---------------------------------------------------------
 
-async function memoryChild(scenario, libs, params, { env = envFor(libs[0]), timeoutMs = 120_000 } = {}) {
+async function memoryChild(scenario, libs, params, { env = engineEnv(libs[0]), timeoutMs = 120_000 } = {}) {
   return runChild(MEMORY_CHILD, { scenario, libs, params }, { env, nodeArgs: ['--expose-gc'], timeoutMs });
 }
 
@@ -318,7 +317,7 @@ try {
     log(`4. Redis, uncontended: ${p.count} sequential executions, ${roundsOf(p)} rounds`);
     const r = await interleave(REDIS_LIBS, roundsOf(p), async (lib) => {
       await flush();
-      return runChild(REDIS_CHILD, { scenario: 'uncontended', lib, params: { ...p, port: redis.port } }, { env: envFor(lib) });
+      return runChild(REDIS_CHILD, { scenario: 'uncontended', lib, params: { ...p, port: redis.port } }, { env: engineEnv(lib) });
     });
     const best = bestPeer(r, 'opsPerSec');
     sections.push(
@@ -359,7 +358,7 @@ try {
       const key = `bench:contended:${lib}`;
       const fleet = Array.from({ length: p.processes }, () =>
         startChild(REDIS_CHILD, { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } }, {
-          env: envFor(lib),
+          env: engineEnv(lib),
           timeoutMs: p.deadlineMs + 60_000,
         }),
       );
@@ -426,7 +425,7 @@ if (wanted(6)) {
   const p = S.restart;
   log(`6. Redis restarted mid-hold: ttl ${p.ttlMs} ms, restarts ${p.offsets.join(', ')} ms after acquiring`);
   const r = await interleave(REDIS_LIBS, 1, (lib) =>
-    runChild(REDIS_CHILD, { scenario: 'restart', lib, params: p }, { env: envFor(lib), timeoutMs: 120_000 }),
+    runChild(REDIS_CHILD, { scenario: 'restart', lib, params: p }, { env: engineEnv(lib), timeoutMs: 120_000 }),
   );
   const rows = [];
   for (const lib of REDIS_LIBS) {

@@ -15,7 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { call, commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
-import { readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
+import { engineEnv, readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
@@ -59,7 +59,7 @@ try {
     for (const lib of libs) {
       await call(server.port, ['FLUSHALL']);
       const key = `handover:${lib}`;
-      const env = lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: lib.split('-')[1] } : {};
+      const env = engineEnv(lib);
       const fleet = Array.from({ length: processes }, () =>
         startChild(SELF, { lib, port: server.port, key, count: perProcess }, { env, timeoutMs: 120_000 }),
       );

@@ -72,6 +72,14 @@ export function runChild(script, payload, options) {
   return child.result;
 }
 
+/**
+ * The environment that runs library `lib` on its engine: a leasehold library is named
+ * 'leasehold-<engine>', or 'leasehold-<engine>-<variant>' ('leasehold-native-fifo').
+ */
+export function engineEnv(lib) {
+  return lib.startsWith('leasehold-') ? { LEASEHOLD_ENGINE: lib.split('-')[1] } : {};
+}
+
 /** The child's side of `startChild`: says it is ready, then waits for the start line. */
 export async function readyThenWaitForGo() {
   const lines = createInterface({ input: process.stdin });
