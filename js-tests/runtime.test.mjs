@@ -87,14 +87,19 @@ function mapStore() {
   };
 }
 
-for (const [what, acquiring] of [
-  ['acquire', true],
-  ['release', false],
+// With telemetry, a synchronous callback's release comes as an effect, not in a status
+// word: both ways read the key and owner from the engine when the acquire's are gone.
+for (const [what, acquiring, telemetry] of [
+  ['acquire', true, false],
+  ['release', false, false],
+  ['release sent as an effect', false, true],
 ]) {
   test(`an engine failure while reading the owner for a JavaScript store's ${what} settles the execution`, async () => {
     const clock = new FakeTimeProvider();
     const store = mapStore();
-    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', store }).build();
+    const events = [];
+    const options = telemetry ? { timeProvider: clock, telemetry: (e) => events.push(e.type) } : { timeProvider: clock };
+    const pipeline = new ResiliencePipelineBuilder(options).addLock({ key: 'k', store }).build();
     assert.equal(await pipeline.execute(() => 'warm'), 'warm');
     const engine = internals.hostOf(clock).engine;
     const layerOwner = engine.layerOwner;
@@ -127,6 +132,8 @@ for (const [what, acquiring] of [
       assert.equal(await running, 'ran', 'a failed release does not fail the execution');
       assert.ok(rec, 'the callback ran');
       assert.equal(engine.layerKey, layerKey, 'the release asked the engine for the key');
+      assert.deepEqual(store.calls.slice(2).map(([method]) => method), ['acquire'], 'the store was not asked to release');
+      if (telemetry) assert.ok(events.includes('releaseFailed'), events.join(' '));
     }
     assert.equal(internals.hostOf(clock).execs.size, 0, 'no execution record is left');
     // The engine lives on, and knows nothing is pending for the key on its side.

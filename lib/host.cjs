@@ -341,6 +341,9 @@ function createApi(binding, options) {
         const exec = n[i + 1];
         const layer = n[i + 2];
         const at = n[i + 7];
+        const method = n[i + 5];
+        const queue = method === QUEUED_ACQUIRE;
+        const name = queue ? 'acquire' : METHODS[method];
         let key;
         let owner;
         if (at >= 0) {
@@ -350,19 +353,23 @@ function createApi(binding, options) {
           if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, key, owner);
         } else {
           const text = this.execs.get(exec)?.lockText;
-          key = text?.[2 * layer] ?? this.engine.layerKey(exec, layer);
-          owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(exec, layer);
+          try {
+            key = text?.[2 * layer] ?? this.engine.layerKey(exec, layer);
+            owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(exec, layer);
+          } catch (error) {
+            // As in callLayer0: the engine is told that the call failed.
+            return this.failed({ request: n[i + 3], exec, method: name }, fromEngine(error));
+          }
         }
-        const method = n[i + 5];
         return this.callStore({
           request: n[i + 3],
           exec,
           store: n[i + 4],
-          method: method === QUEUED_ACQUIRE ? 'acquire' : METHODS[method],
+          method: name,
           ttl: n[i + 6],
           key,
           owner,
-          queue: method === QUEUED_ACQUIRE,
+          queue,
         });
       }
       if (kind === 6) {
