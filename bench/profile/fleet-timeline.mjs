@@ -11,7 +11,9 @@
 //   command sent and answered, holding, body done), over acquisitions that followed
 //   the same process, from the first process's view;
 // - Redis's CPU per acquisition (INFO cpu), and the commands that took the most time;
-// - CPU of the fleet per acquisition, main threads apart from the others (V8's, libuv's).
+// - CPU of the fleet per acquisition, main threads apart from the others (V8's, libuv's),
+//   this tool's own bookkeeping included (a hook on every command, a few stamps per
+//   acquisition: the same for every library).
 //
 //   node bench/profile/fleet-timeline.mjs [processes=8] [perProcess=500] [rounds=2] [libs=redis-semaphore,leasehold-native] [--node-args="..."]
 //
@@ -35,11 +37,9 @@ function threadCpuMs() {
   try {
     const out = { main: 0, other: 0 };
     for (const tid of readdirSync('/proc/self/task')) {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'latin1');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime and stime, in clock ticks (100 per second on Linux).
-      const ms = (Number(fields[11]) + Number(fields[12])) * 10;
-      out[tid === String(process.pid) ? 'main' : 'other'] += ms;
+      // Time on the CPU in ns (schedstat), not the 10 ms ticks of /proc/<pid>/stat.
+      const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1').split(' ')[0]);
+      out[tid === String(process.pid) ? 'main' : 'other'] += ns / 1e6;
     }
     return out;
   } catch {
@@ -120,7 +120,7 @@ async function worker({ lib, port, key, count }) {
 
 await runAsChild(worker);
 
-const us = (ms) => `${(ms * 1000).toFixed(1)} µs`;
+const us = (ms) => (Number.isFinite(ms) ? `${(ms * 1000).toFixed(1)} µs` : '–');
 const nodeArgs = (process.argv.find((a) => a.startsWith('--node-args='))?.slice('--node-args='.length) ?? '').split(' ').filter(Boolean);
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const processes = Number(positional[0] ?? 8);
