@@ -70,7 +70,13 @@ ensureInstalled();
 const engines = ensureBuilt();
 const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/stats.mjs');
 const { engineEnv, startChild, runChild } = await import('./support/children.mjs');
-const { startRedisServer } = await import('../js-tests/support/redis.mjs');
+const { info, startRedisServer } = await import('../js-tests/support/redis.mjs');
+
+/** CPU ms the Redis server at `port` has used so far, all its threads (INFO cpu). */
+async function redisCpuMs(port) {
+  const cpu = await info(port, 'cpu');
+  return (Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys)) * 1000;
+}
 
 // 'leasehold-<engine>' and variants such as 'leasehold-native-fifo'.
 const engineOf = (lib) => lib.split('-')[1];
@@ -363,8 +369,10 @@ try {
         }),
       );
       await Promise.race([Promise.all(fleet.map((c) => c.ready)), Promise.all(fleet.map((c) => c.result))]);
+      const redisCpu0 = await redisCpuMs(redis.port);
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));
+      const redisCpu = (await redisCpuMs(redis.port)) - redisCpu0;
       const completed = outs.reduce((n, o) => n + o.completed, 0);
       const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
       const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
@@ -378,6 +386,7 @@ try {
         violations: outs.reduce((n, o) => n + o.violations, 0),
         followedSelf: outs.reduce((n, o) => n + o.followedSelf, 0) / completed,
         cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
+        redisCpuPerOp: redisCpu / completed,
         errors: outs.reduce((n, o) => n + o.errorCount, 0),
         firstError: outs.find((o) => o.errors.length)?.errors[0],
       };
@@ -392,10 +401,10 @@ try {
         `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default gives each process 10 ms turns: within its turn the releasing process may take the key again). ` +
         `floor-fifo is not a lock to use (no ttl, no owner): the key's one token sits in a list, taken with BLPOP and pushed back on release, so Redis hands it to the longest-waiting process at once; it shows what handing over in arrival order costs on this machine, with nothing else. ` +
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
-        `Fleet CPU: user + system time of the ${p.processes} client processes (not Redis) per completed acquisition. ` +
+        `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's, from its INFO cpu, over the same span (the two cores run both: throughput follows their sum). ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
         table(
-          ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],
+          ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'Redis CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],
           libs.map((lib) => [
             lib,
             fmtInt(med(r[lib], 'opsPerSec')),
@@ -405,6 +414,7 @@ try {
             fmtMs(med(r[lib], 'waitMax')),
             `${fmtInt(100 * med(r[lib], 'followedSelf'))} %`,
             fmtMs(med(r[lib], 'cpuPerOp')),
+            fmtMs(med(r[lib], 'redisCpuPerOp')),
             fmtInt(Math.max(...r[lib].map((x) => x?.violations ?? NaN))),
             fmtInt(Math.max(...r[lib].map((x) => x?.errors ?? NaN))),
             fmtRatio(ratio(r, lib, best, 'opsPerSec')),
