@@ -401,7 +401,7 @@ try {
         `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default gives each process 10 ms turns: within its turn the releasing process may take the key again). ` +
         `floor-fifo is not a lock to use (no ttl, no owner): the key's one token sits in a list, taken with BLPOP and pushed back on release, so Redis hands it to the longest-waiting process at once; it shows what handing over in arrival order costs on this machine, with nothing else. ` +
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
-        `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's, from its INFO cpu, over the same span (the two cores run both: throughput follows their sum). ` +
+        `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's (INFO cpu) from the start signal to the last process's end, per completed acquisition (the two cores run both: throughput follows their sum). ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
         table(
           ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'Redis CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],
