@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisServer } from '../js-tests/support/redis.mjs';
 import { createRedisLock } from './adapters/redis.mjs';
-import { connect } from './support/redis-client.mjs';
+import { connect, meet } from './support/redis-client.mjs';
 import { readyThenWaitForGo, runChild } from './support/children.mjs';
 import { gaps, quantiles } from './support/stats.mjs';
 
@@ -54,15 +54,21 @@ local last = redis.call('GETSET', KEYS[2], ARGV[1])
 return {holders, last or ''}`;
 
 /**
- * Scenario 5, one member of the fleet: up to `count` executions on the shared key,
- * waiting for it, stopping new ones after `deadlineMs`. Inside: ENTER (awaited), then
- * DECR the counter without awaiting it: it goes out on the same connection before the
- * library's release, so Redis runs it before the next holder can enter, and the check
- * costs one round trip inside the lock, not two. Also counts how often this process
- * follows itself as holder. Before it says it is ready, it warms up: `warmup` executions
- * of the same body on a key of its own (nobody waits for it), as scenario 4 does.
+ * Scenario 5, one member of the fleet of `processes`: up to `count` executions on the
+ * shared key, waiting for it, stopping new ones after `deadlineMs`. Inside: ENTER
+ * (awaited), then DECR the counter without awaiting it: it goes out on the same
+ * connection before the library's release, so Redis runs it before the next holder can
+ * enter, and the check costs one round trip inside the lock, not two. Also counts how
+ * often this process follows itself as holder.
+ * Warm-up, so that the measured part runs code already compiled, as in scenario 4:
+ * before it says it is ready, `warmup` executions of the same body on a key of its own
+ * (nobody waits for it); after the start, `contendedWarmup` executions on a second
+ * shared key with the whole fleet (the waiting paths: queues, messages, polls). Then
+ * all processes start the measured part together. The last to arrive there reads
+ * Redis's CPU time (`redisCpuMsAtStart`), so that Redis's share can be counted from
+ * there.
  */
-async function contendedWorker(lib, { port, key, count, warmup, deadlineMs, ttlMs, waitMs }) {
+async function contendedWorker(lib, { port, key, count, processes, warmup, contendedWarmup, deadlineMs, ttlMs, waitMs }) {
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs });
   const me = `${process.pid}`;
@@ -85,6 +91,23 @@ async function contendedWorker(lib, { port, key, count, warmup, deadlineMs, ttlM
     if (last === me) followedSelf += 1;
   });
   await readyThenWaitForGo();
+  const shared = `${key}:warm`;
+  const warmShared = body(`${shared}:holders`, `${shared}:last`, () => {});
+  const warmDeadline = performance.now() + deadlineMs;
+  for (let i = 0; i < contendedWarmup && performance.now() < warmDeadline; i++) {
+    try {
+      await lock.run(shared, warmShared);
+    } catch (error) {
+      errors.push(`warm-up: ${error?.name}: ${error?.message}`);
+    }
+  }
+  const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, {
+    whenAllArrived: async () => {
+      const cpu = await client.info('cpu');
+      const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1]);
+      return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+    },
+  });
   const waits = [];
   let completed = 0;
   const startedAt = performance.timeOrigin + performance.now();
@@ -107,7 +130,7 @@ async function contendedWorker(lib, { port, key, count, warmup, deadlineMs, ttlM
   const cpuMs = (cpu.user + cpu.system) / 1000;
   await lock.close();
   client.disconnect();
-  return { completed, violations, followedSelf, cpuMs, waits, errors: errors.slice(0, 5), errorCount: errors.length, startedAt, endedAt };
+  return { completed, violations, followedSelf, cpuMs, waits, errors: errors.slice(0, 5), errorCount: errors.length, startedAt, endedAt, redisCpuMsAtStart };
 }
 
 /** The protected resource of scenario 6: refuses a token lower than one it has seen. */

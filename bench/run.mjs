@@ -98,7 +98,7 @@ const S = quick
       contention: { tasks: 64, perTask: 100, deadlineMs: 3_000, rounds: 2 },
       inprocess: { rounds: 1 },
       redisUncontended: { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 1 },
-      redisContended: { processes: 8, perProcess: 50, warmup: 50, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 },
+      redisContended: { processes: 8, perProcess: 50, warmup: 50, contendedWarmup: 20, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 },
       restart: { ttlMs: 1_500, offsets: [30] },
     }
   : {
@@ -107,7 +107,7 @@ const S = quick
       contention: { tasks: 64, perTask: 1_000, deadlineMs: 8_000, rounds: 3 },
       inprocess: { rounds: 3 },
       redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 5 },
-      redisContended: { processes: 8, perProcess: 500, warmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
+      redisContended: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
 const roundsOf = (s) => roundsOverride ?? s.rounds;
@@ -365,14 +365,15 @@ try {
       const fleet = Array.from({ length: p.processes }, () =>
         startChild(REDIS_CHILD, { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } }, {
           env: engineEnv(lib),
-          timeoutMs: p.deadlineMs + 60_000,
+          // The contended warm-up and the measured part each stop at the deadline.
+          timeoutMs: 2 * p.deadlineMs + 60_000,
         }),
       );
       await Promise.race([Promise.all(fleet.map((c) => c.ready)), Promise.all(fleet.map((c) => c.result))]);
-      const redisCpu0 = await redisCpuMs(redis.port);
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));
-      const redisCpu = (await redisCpuMs(redis.port)) - redisCpu0;
+      // Counted from when the last process reached the measured part (it read Redis's CPU).
+      const redisCpu = (await redisCpuMs(redis.port)) - outs.find((o) => o.redisCpuMsAtStart !== undefined).redisCpuMsAtStart;
       const completed = outs.reduce((n, o) => n + o.completed, 0);
       const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
       const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
@@ -395,13 +396,13 @@ try {
     const planned = p.processes * p.perProcess;
     sections.push(
       `### 5. Redis, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
-        `Each process first warms up alone, as in scenario 4: ${fmtInt(p.warmup)} executions of the same body on a key of its own, before all start together. ` +
+        `Each process first warms up alone, as in scenario 4: ${fmtInt(p.warmup)} executions of the same body on a key of its own. Then all run ${fmtInt(p.contendedWarmup)} executions each on another shared key, so that the waiting paths are compiled too, and start the measured part together. ` +
         `Inside the lock, one Lua call INCRs a shared counter (any answer but 1 is a violation of exclusion) and records the holder's process; ` +
         `then DECR, sent without awaiting it on the same connection ahead of the release (so Redis runs it before anyone else can enter): one round trip inside the lock. ` +
         `leasehold-native-fifo is leasehold-native with \`handOffAfter: 0\`: every release hands the key to the first queued waiter, in arrival order across processes (leasehold's default gives each process 10 ms turns: within its turn the releasing process may take the key again). ` +
         `floor-fifo is not a lock to use (no ttl, no owner): the key's one token sits in a list, taken with BLPOP and pushed back on release, so Redis hands it to the longest-waiting process at once; it shows what handing over in arrival order costs on this machine, with nothing else. ` +
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
-        `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's (INFO cpu) from the start signal to the last process's end, per completed acquisition (the two cores run both: throughput follows their sum). ` +
+        `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's (INFO cpu) from the start of the measured part to the last process's end, per completed acquisition (the two cores run both: throughput follows their sum). ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
         table(
           ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'Redis CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],

@@ -18,3 +18,21 @@ export async function connect(port) {
   };
   return client;
 }
+
+/**
+ * Meets the other processes of a fleet at `name`, through Redis on `client`: resolves
+ * once all `parties` have arrived, for all of them at once. The last to arrive runs
+ * `whenAllArrived` first and resolves to its result; the others resolve to undefined.
+ * It blocks `client` meanwhile (BLPOP), so nothing else may be waiting on it.
+ */
+export async function meet(client, name, parties, { whenAllArrived, timeoutS = 60 } = {}) {
+  let result;
+  if ((await client.incr(`${name}:arrived`)) === parties) {
+    result = await whenAllArrived?.();
+    await client.rpush(`${name}:go`, ...Array.from({ length: parties }, () => '1'));
+  }
+  if ((await client.blpop(`${name}:go`, timeoutS)) === null) {
+    throw new Error(`${name}: not all ${parties} processes arrived within ${timeoutS} s`);
+  }
+  return result;
+}
