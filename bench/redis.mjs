@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisServer } from '../js-tests/support/redis.mjs';
 import { createRedisLock } from './adapters/redis.mjs';
-import { connect, meet } from './support/redis-client.mjs';
+import { connect, meet, serverCpuMs } from './support/redis-client.mjs';
 import { readyThenWaitForGo, runChild } from './support/children.mjs';
 import { gaps, quantiles } from './support/stats.mjs';
 
@@ -101,13 +101,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
       errors.push(`warm-up: ${error?.name}: ${error?.message}`);
     }
   }
-  const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, {
-    whenAllArrived: async () => {
-      const cpu = await client.info('cpu');
-      const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1]);
-      return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
-    },
-  });
+  const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(client) });
   const waits = [];
   let completed = 0;
   const startedAt = performance.timeOrigin + performance.now();

@@ -18,6 +18,9 @@
 //   node bench/profile/fleet-timeline.mjs [processes=8] [perProcess=500] [rounds=2] [libs=redis-semaphore,leasehold-native] [--node-args="..."]
 //
 // --node-args: flags for every process of the fleet (say, V8's `--single-threaded-gc`).
+// --contended-warmup=N: as scenario 5 of run.mjs does, each process then also runs N
+// executions on a second shared key, all together, and all start the measured part
+// together. Redis's CPU and commands are then counted from there.
 // Starts its own redis-server. Linux only for the thread split (reads /proc/self/task).
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -25,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { call, commandStats, info, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
 import { engineEnv, readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
-import { connect } from '../support/redis-client.mjs';
+import { connect, meet, serverCpuMs as redisCpuMs } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -53,7 +56,7 @@ async function serverCpuMs(port) {
   return (Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys)) * 1000;
 }
 
-async function worker({ lib, port, key, count }) {
+async function worker({ lib, port, key, count, processes, contendedWarmup }) {
   const client = await connect(port);
   // Each command's send and answer, as events of the current acquisition.
   let events = [];
@@ -78,6 +81,18 @@ async function worker({ lib, port, key, count }) {
   const warm = body(own, () => {});
   for (let i = 0; i < 1_000; i++) await lock.run(own, warm);
   await readyThenWaitForGo();
+  let serverCpuAtStart;
+  if (contendedWarmup > 0) {
+    const shared = `${key}:warm`;
+    const warmShared = body(shared, () => {});
+    for (let i = 0; i < contendedWarmup; i++) await lock.run(shared, warmShared);
+    serverCpuAtStart = await meet(client, `${key}:measure`, processes, {
+      whenAllArrived: async () => {
+        await client.config('RESETSTAT');
+        return redisCpuMs(client);
+      },
+    });
+  }
   const threads0 = threadCpuMs();
   // Per acquisition: [hold start, hold end] on the shared clock; and, for those that
   // followed this process, the step timeline from the previous body's end.
@@ -115,12 +130,13 @@ async function worker({ lib, port, key, count }) {
   const [names, rows] = [...steps].sort((a, b) => b[1].length - a[1].length)[0] ?? ['', []];
   const timeline = rows.length === 0 ? [] : names.split(' ').map((name, j) => [name, median(rows.map((r) => r[j]))]);
   const cpuMs = threads0 && threads1 ? { main: threads1.main - threads0.main, other: threads1.other - threads0.other } : undefined;
-  return { spans, timeline, timelineCount: rows.length, cpuMs };
+  return { spans, timeline, timelineCount: rows.length, cpuMs, serverCpuAtStart };
 }
 
 await runAsChild(worker);
 
 const us = (ms) => (Number.isFinite(ms) ? `${(ms * 1000).toFixed(1)} µs` : '–');
+const contendedWarmup = Number(process.argv.find((a) => a.startsWith('--contended-warmup='))?.slice('--contended-warmup='.length) ?? 0);
 const nodeArgs = (process.argv.find((a) => a.startsWith('--node-args='))?.slice('--node-args='.length) ?? '').split(' ').filter(Boolean);
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const processes = Number(positional[0] ?? 8);
@@ -135,14 +151,14 @@ try {
       const key = `fleet:${lib}`;
       const env = engineEnv(lib);
       const fleet = Array.from({ length: processes }, () =>
-        startChild(SELF, { lib, port: server.port, key, count: perProcess }, { env, nodeArgs, timeoutMs: 120_000 }),
+        startChild(SELF, { lib, port: server.port, key, count: perProcess, processes, contendedWarmup }, { env, nodeArgs, timeoutMs: 120_000 }),
       );
       await Promise.all(fleet.map((c) => c.ready));
       await call(server.port, ['CONFIG', 'RESETSTAT']);
       const serverCpu0 = await serverCpuMs(server.port);
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));
-      const serverCpu = (await serverCpuMs(server.port)) - serverCpu0;
+      const serverCpu = (await serverCpuMs(server.port)) - (outs.find((o) => o.serverCpuAtStart !== undefined)?.serverCpuAtStart ?? serverCpu0);
       const stats = await commandStats(server.port);
       // Holds of all processes on one clock, in order; each knows its process.
       const holds = outs.flatMap((o, p) => o.spans.map(([a, b]) => [a, b, p])).sort((x, y) => x[0] - y[0]);

@@ -36,3 +36,10 @@ export async function meet(client, name, parties, { whenAllArrived, timeoutS = 6
   }
   return result;
 }
+
+/** CPU ms the Redis server has used so far, all its threads (INFO cpu), through `client`. */
+export async function serverCpuMs(client) {
+  const cpu = await client.info('cpu');
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1]);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+}
