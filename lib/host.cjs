@@ -343,34 +343,22 @@ function createApi(binding, options) {
         const at = n[i + 7];
         const method = n[i + 5];
         const queue = method === QUEUED_ACQUIRE;
-        const name = queue ? 'acquire' : METHODS[method];
-        let key;
-        let owner;
-        if (at >= 0) {
-          key = strings[at];
-          owner = strings[at + 1];
-          // An acquire: its renewals and its release come without the text.
-          if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, key, owner);
-        } else {
-          const text = this.execs.get(exec)?.lockText;
-          try {
-            key = text?.[2 * layer] ?? this.engine.layerKey(exec, layer);
-            owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(exec, layer);
-          } catch (error) {
-            // As in callLayer0: the engine is told that the call failed.
-            return this.failed({ request: n[i + 3], exec, method: name }, fromEngine(error));
-          }
-        }
-        return this.callStore({
+        const fx = {
           request: n[i + 3],
           exec,
           store: n[i + 4],
-          method: name,
+          method: queue ? 'acquire' : METHODS[method],
           ttl: n[i + 6],
-          key,
-          owner,
+          key: undefined,
+          owner: undefined,
           queue,
-        });
+        };
+        // An acquire comes with the text; its renewals and its release without.
+        if (at < 0) return this.callKept(fx, layer, this.execs.get(exec)?.lockText);
+        fx.key = strings[at];
+        fx.owner = strings[at + 1];
+        if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, fx.key, fx.owner);
+        return this.callStore(fx);
       }
       if (kind === 6) {
         return this.watch({ store: n[i + 4], watch: n[i + 5] === 1, key: strings[n[i + 7]] });
@@ -463,32 +451,41 @@ function createApi(binding, options) {
      */
     callLayer0(rec, request, acquire, queue) {
       const lock = rec.locks[0];
-      let key;
-      let owner;
-      try {
-        if (acquire) {
-          key = rec.keys[0];
-          owner = this.engine.layerOwner(rec.id, 0);
-          rec.keepLockText(0, key, owner);
-        } else {
-          key = rec.lockText?.[0] ?? this.engine.layerKey(rec.id, 0);
-          owner = rec.lockText?.[1] ?? this.engine.layerOwner(rec.id, 0);
-        }
-      } catch (error) {
-        // The engine could not say whose lock this is: the store is not called, and the
-        // engine is told that the call failed, as if the store had thrown.
-        return this.failed({ request, exec: rec.id, method: acquire ? 'acquire' : 'release' }, fromEngine(error));
-      }
-      this.callStore({
+      const fx = {
         request,
         exec: rec.id,
         store: lock.id,
         method: acquire ? 'acquire' : 'release',
         ttl: lock.ttlMs,
-        key,
-        owner,
+        key: undefined,
+        owner: undefined,
         queue,
-      });
+      };
+      if (!acquire) return this.callKept(fx, 0, rec.lockText);
+      try {
+        fx.owner = this.engine.layerOwner(rec.id, 0);
+      } catch (error) {
+        return this.failed(fx, fromEngine(error));
+      }
+      fx.key = rec.keys[0];
+      rec.keepLockText(0, fx.key, fx.owner);
+      return this.callStore(fx);
+    }
+
+    /**
+     * Makes the call `fx` for lock `layer` of its execution with the key and owner that
+     * lock's acquire kept (`text`, the execution's lock text), or else the engine's.
+     * When the engine cannot say whose lock it is (it failed), the store is not called
+     * and the engine is told the call failed, as if the store had thrown.
+     */
+    callKept(fx, layer, text) {
+      try {
+        fx.key = text?.[2 * layer] ?? this.engine.layerKey(fx.exec, layer);
+        fx.owner = text?.[2 * layer + 1] ?? this.engine.layerOwner(fx.exec, layer);
+      } catch (error) {
+        return this.failed(fx, fromEngine(error));
+      }
+      return this.callStore(fx);
     }
 
     answer(fx, value) {
