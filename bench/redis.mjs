@@ -101,7 +101,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
       errors.push(`warm-up: ${error?.name}: ${error?.message}`);
     }
   }
-  const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(client) });
+  const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
   let completed = 0;
   const startedAt = performance.timeOrigin + performance.now();

@@ -70,13 +70,8 @@ ensureInstalled();
 const engines = ensureBuilt();
 const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/stats.mjs');
 const { engineEnv, startChild, runChild } = await import('./support/children.mjs');
-const { info, startRedisServer } = await import('../js-tests/support/redis.mjs');
-
-/** CPU ms the Redis server at `port` has used so far, all its threads (INFO cpu). */
-async function redisCpuMs(port) {
-  const cpu = await info(port, 'cpu');
-  return (Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys)) * 1000;
-}
+const { startRedisServer } = await import('../js-tests/support/redis.mjs');
+const { serverCpuMs } = await import('./support/redis-client.mjs');
 
 // 'leasehold-<engine>' and variants such as 'leasehold-native-fifo'.
 const engineOf = (lib) => lib.split('-')[1];
@@ -373,7 +368,7 @@ try {
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));
       // Counted from when the last process reached the measured part (it read Redis's CPU).
-      const redisCpu = (await redisCpuMs(redis.port)) - outs.find((o) => o.redisCpuMsAtStart !== undefined).redisCpuMsAtStart;
+      const redisCpu = (await serverCpuMs(redis.port)) - outs.find((o) => o.redisCpuMsAtStart !== undefined).redisCpuMsAtStart;
       const completed = outs.reduce((n, o) => n + o.completed, 0);
       const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
       const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();

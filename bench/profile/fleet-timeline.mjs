@@ -25,10 +25,10 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { call, commandStats, info, startRedisServer } from '../../js-tests/support/redis.mjs';
+import { call, commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
 import { engineEnv, readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
-import { connect, meet, serverCpuMs as redisCpuMs } from '../support/redis-client.mjs';
+import { connect, meet, serverCpuMs } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -48,12 +48,6 @@ function threadCpuMs() {
   } catch {
     return undefined;
   }
-}
-
-/** CPU ms redis-server has used (INFO cpu), its main thread and the others. */
-async function serverCpuMs(port) {
-  const cpu = await info(port, 'cpu');
-  return (Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys)) * 1000;
 }
 
 async function worker({ lib, port, key, count, processes, contendedWarmup }) {
@@ -89,7 +83,7 @@ async function worker({ lib, port, key, count, processes, contendedWarmup }) {
     serverCpuAtStart = await meet(client, `${key}:measure`, processes, {
       whenAllArrived: async () => {
         await client.config('RESETSTAT');
-        return redisCpuMs(client);
+        return serverCpuMs(port);
       },
     });
   }

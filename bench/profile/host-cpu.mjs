@@ -12,10 +12,10 @@
 //   node bench/profile/host-cpu.mjs [rounds=3] [count=200000]
 // (LEASEHOLD_ENGINE=wasm for the wasm engine; needs dist/: `bash scripts/build.sh`)
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runAsChild, runChild } from '../support/children.mjs';
+import { hostApi } from '../support/host-api.mjs';
 import { median } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -56,10 +56,7 @@ function variantRun(variant, client) {
       await store.release('k', OWNER);
     };
   }
-  const { createApi } = require('../../lib/host.cjs');
-  const engine = process.env.LEASEHOLD_ENGINE || 'native';
-  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
-  const api = createApi(binding, { engine, AsyncLocalStorage: variant === 'pipeline' ? AsyncLocalStorage : undefined });
+  const api = hostApi({ asyncLocalStorage: variant === 'pipeline' });
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k', ttl: TTL, store }).build();
   const noop = async () => 0;
   return () => pipeline.execute(noop);

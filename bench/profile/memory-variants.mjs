@@ -13,6 +13,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runAsChild, runChild } from '../support/children.mjs';
+import { hostApi } from '../support/host-api.mjs';
 import { gaps, median, quantiles } from '../support/stats.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -26,9 +27,7 @@ async function makeRun(variant) {
     return (fn) => mutex.runExclusive(fn);
   }
   const [, engine, noals] = variant.split('-');
-  const { createApi } = require('../../lib/host.cjs');
-  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
-  const api = createApi(binding, { engine, AsyncLocalStorage: noals ? undefined : AsyncLocalStorage });
+  const api = hostApi({ engine, asyncLocalStorage: !noals });
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k', ttl: 30_000, wait: Infinity }).build();
   return (fn) => pipeline.execute(fn);
 }

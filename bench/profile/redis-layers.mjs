@@ -14,11 +14,11 @@
 //
 //   node bench/profile/redis-layers.mjs [rounds=3] [count=10000]
 
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { commandStats, startRedisServer, call } from '../../js-tests/support/redis.mjs';
 import { runAsChild, runChild } from '../support/children.mjs';
+import { hostApi } from '../support/host-api.mjs';
 import { connect } from '../support/redis-client.mjs';
 import { gaps, median, quantiles } from '../support/stats.mjs';
 
@@ -75,10 +75,7 @@ async function variantRun(variant, client) {
       await store.release('k', owner);
     };
   }
-  const { createApi } = require('../../lib/host.cjs');
-  const engine = process.env.LEASEHOLD_ENGINE || 'native';
-  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
-  const api = createApi(binding, { engine, AsyncLocalStorage: variant === 'pipeline' ? AsyncLocalStorage : undefined });
+  const api = hostApi({ asyncLocalStorage: variant === 'pipeline' });
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k', ttl, store }).build();
   const noop = async () => 0;
   return () => pipeline.execute(noop);

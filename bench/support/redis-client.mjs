@@ -3,6 +3,7 @@
 // is a round trip: nothing here pipelines).
 
 import Redis from 'ioredis';
+import { info } from '../../js-tests/support/redis.mjs';
 
 const noop = () => {};
 
@@ -37,9 +38,8 @@ export async function meet(client, name, parties, { whenAllArrived, timeoutS = 6
   return result;
 }
 
-/** CPU ms the Redis server has used so far, all its threads (INFO cpu), through `client`. */
-export async function serverCpuMs(client) {
-  const cpu = await client.info('cpu');
-  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(cpu)?.[1]);
-  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+/** CPU ms the Redis server at `port` has used so far, all its threads (INFO cpu). */
+export async function serverCpuMs(port) {
+  const cpu = await info(port, 'cpu');
+  return (Number(cpu.used_cpu_user) + Number(cpu.used_cpu_sys)) * 1000;
 }
