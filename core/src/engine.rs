@@ -415,6 +415,10 @@ pub struct Engine {
     /// The time of the current call: the clock is read once per call into the engine
     /// (reading it costs more than most decisions).
     time: Millis,
+    /// New queue heads to try because the head before them gave up, and whether they are
+    /// being tried (see [`Engine::try_new_head`]).
+    heads_to_try: VecDeque<u32>,
+    trying_heads: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -438,6 +442,11 @@ const MAX_ABANDONED_ACQUIRES: usize = 1024;
 
 /// How many finished executions' layers an engine keeps for reuse.
 const MAX_SPARE: usize = 16;
+
+/// The latest time a fake clock reaches: the largest integer a JavaScript number holds
+/// exactly. Leases and deadlines are counted from it with room to spare; a clock near
+/// `u64::MAX` would saturate `now + ttl` into `now`, and every lease would lapse at once.
+pub const MAX_FAKE_TIME: Millis = (1 << 53) - 1;
 
 /// The default memory store every engine starts with.
 pub const DEFAULT_MEMORY_STORE: u32 = 0;
@@ -464,12 +473,15 @@ impl Engine {
             host_armed: None,
             host_refed: false,
             time: 0,
+            heads_to_try: VecDeque::new(),
+            trying_heads: false,
         }
     }
 
-    /// An engine on a [`FakeClock`] reading `start`, moved only by [`Engine::advance`].
+    /// An engine on a [`FakeClock`] reading `start` (at most [`MAX_FAKE_TIME`]), moved
+    /// only by [`Engine::advance`].
     pub fn with_fake_clock(start: Millis, seed: [u8; 32]) -> Self {
-        let clock = FakeClock::new(start);
+        let clock = FakeClock::new(start.min(MAX_FAKE_TIME));
         let mut engine = Engine::new(Box::new(clock.clone()), seed);
         engine.fake = Some(clock);
         engine
@@ -688,8 +700,24 @@ impl Engine {
     /// An argument error when `exec` is not running.
     pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
         self.tick();
+        let now = self.time;
+        let Some(e) = self.execs.get(&exec).filter(|e| e.phase == Phase::Running) else {
+            return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
+        };
+        // A callback that kept the host busy past its lease's expiry settles before the
+        // expiry timer can fire: the loss is found here instead, as that timer would have.
+        // (A manual lease just lapses, as it does on its timer.)
+        if !e.options.manual {
+            let lapsed: Vec<u32> = (e.layers.iter().enumerate())
+                .filter(|(_, l)| matches!(&l.state, LayerState::Held(h) if h.expires_at <= now))
+                .map(|(i, _)| i as u32)
+                .collect();
+            for layer in lapsed {
+                self.lose(exec, layer, false);
+            }
+        }
         let outcome = {
-            let Some(e) = self.execs.get(&exec).filter(|e| e.phase == Phase::Running) else {
+            let Some(e) = self.execs.get(&exec) else {
                 return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
             };
             match (ok, e.lost) {
@@ -882,7 +910,8 @@ impl Engine {
             self.requests.remove(&request);
         }
         let since = match (age, in_flight) {
-            (Some(age), _) => Some(now.saturating_sub(age)),
+            // Granted before this engine's clock began: too old to place on it, asked again.
+            (Some(age), _) => now.checked_sub(age),
             (None, Some((_, sent_at))) => Some(sent_at),
             (None, None) => None,
         };
@@ -948,7 +977,14 @@ impl Engine {
         let Some(fake) = self.fake.clone() else {
             return Err(ArgError::type_error("timeProvider", "only a fake time provider can be advanced".into()).into());
         };
-        let target = fake.now().saturating_add(ms);
+        if ms > MAX_FAKE_TIME - fake.now() {
+            return Err(ArgError::range(
+                "ms",
+                format!("advance({ms}) would move the fake clock past {MAX_FAKE_TIME} ms (it reads {})", fake.now()),
+            )
+            .into());
+        }
+        let target = fake.now() + ms;
         while let Some((at, _)) = self.next_live_timer() {
             if at > target {
                 break;
@@ -1070,9 +1106,18 @@ impl Engine {
         match store {
             StoreRef::Memory(id) => {
                 let l = &self.execs[&exec].layers[layer as usize];
-                let result = match self.memory[id as usize].try_acquire(&l.spec.key, &l.owner, ttl, now) {
-                    TryAcquire::Acquired(token) => TryResult::Granted(token),
-                    TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                // Waiters take a memory store's key in arrival order: while some wait for
+                // it, only the first may take it. Not a newcomer that comes as the lease
+                // lapses before the first waiter's timer fires, nor a later waiter's last
+                // try at its deadline.
+                let behind = !self.queues.is_empty() && self.queues.head(store, &l.spec.key).is_some_and(|h| h != exec);
+                let result = if behind {
+                    TryResult::Held { until: None }
+                } else {
+                    match self.memory[id as usize].try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                        TryAcquire::Acquired(token) => TryResult::Granted(token),
+                        TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                    }
                 };
                 self.on_try(exec, layer, now, result);
             }
@@ -1200,13 +1245,28 @@ impl Engine {
                     self.arm_acquiring(next, layer);
                 }
                 // The head gave up: the key may be free, so the new head tries now.
-                HeadLeft::GaveUp => {
-                    if self.acquiring_mut(next, layer).is_some_and(|a| a.in_flight.is_none()) {
-                        self.try_acquire(next, layer);
-                    }
-                }
+                HeadLeft::GaveUp => self.try_new_head(next),
             }
         }
+    }
+
+    /// Lets `exec`, the new head of a queue whose head gave up, try now. A head that gives
+    /// up in turn (its deadline has passed too) hands on to the next one: that chain,
+    /// as long as the queue (thousands of waiters with one deadline), runs as a loop here,
+    /// not as a recursion that would overflow the stack.
+    fn try_new_head(&mut self, exec: u32) {
+        self.heads_to_try.push_back(exec);
+        if self.trying_heads {
+            return;
+        }
+        self.trying_heads = true;
+        while let Some(next) = self.heads_to_try.pop_front() {
+            let layer = self.execs.get(&next).map_or(0, current_layer);
+            if self.acquiring_mut(next, layer).is_some_and(|a| a.in_flight.is_none()) {
+                self.try_acquire(next, layer);
+            }
+        }
+        self.trying_heads = false;
     }
 
     fn arm_acquiring(&mut self, exec: u32, layer: u32) {
@@ -1266,7 +1326,9 @@ impl Engine {
         let token = l.token.unwrap_or_default();
         let LayerState::Held(h) = &mut l.state else { return };
         h.in_flight = None;
-        if now >= h.expires_at {
+        // Lapsed before the answer came, or renewed to a lease (a shorter extend) that
+        // ran out before it came: lost, by the holder's clock.
+        if now >= h.expires_at || (result == Ok(true) && now >= sent_at.saturating_add(ttl)) {
             self.lose(exec, layer, false);
             return;
         }

@@ -51,7 +51,7 @@ mod waiters;
 pub use clock::{Clock, FakeClock};
 pub use engine::{
     Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
-    DEFAULT_MEMORY_STORE, MAX_DEFINED_LOCKS,
+    DEFAULT_MEMORY_STORE, MAX_DEFINED_LOCKS, MAX_FAKE_TIME,
 };
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};
 pub use memory_store::{MemoryStore, TryAcquire};

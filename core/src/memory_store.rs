@@ -29,9 +29,10 @@ pub enum TryAcquire {
 /// Fencing tokens come from a single counter for the whole store, so they increase
 /// per key across release and expiry without the store remembering any key it no
 /// longer holds. Lapsed leases are swept when a new key comes in and either the map has
-/// doubled since the last sweep or every lease known at the last sweep has run out:
-/// memory stays within about twice the live leases (plus a small constant), however many
-/// keys were ever locked.
+/// doubled since the last sweep or every lease known at the last sweep has run out, and
+/// when releases have left half the map released: memory stays within about twice the
+/// live leases (plus a small constant), however many keys were ever locked, also when
+/// only keys seen before come back after a burst.
 ///
 /// The store does not know about waiters: the engine keeps those, and wakes them when
 /// [`MemoryStore::release`] reports that a lease ended.
@@ -43,13 +44,22 @@ pub struct MemoryStore {
     /// The latest expiry granted since the last sweep: once it has passed, every lease
     /// that existed then has lapsed or been renewed, and a sweep is worth its cost.
     sweep_after: Millis,
+    /// Releases since the last sweep: once they reach half the entries, a sweep is worth
+    /// its cost (amortised, one entry looked at per release).
+    released_since_sweep: usize,
 }
 
 const MIN_SWEEP: usize = 64;
 
 impl Default for MemoryStore {
     fn default() -> Self {
-        MemoryStore { leases: HashMap::new(), last_token: 0, sweep_at: MIN_SWEEP, sweep_after: 0 }
+        MemoryStore {
+            leases: HashMap::new(),
+            last_token: 0,
+            sweep_at: MIN_SWEEP,
+            sweep_after: 0,
+            released_since_sweep: 0,
+        }
     }
 }
 
@@ -98,6 +108,11 @@ impl MemoryStore {
             Some(lease) if lease.owner == owner => {
                 let was_live = lease.expires_at > now;
                 lease.expires_at = 0;
+                self.released_since_sweep += 1;
+                let len = self.leases.len();
+                if len >= MIN_SWEEP && self.released_since_sweep * 2 >= len {
+                    self.sweep(now);
+                }
                 was_live
             }
             _ => false,
@@ -129,6 +144,7 @@ impl MemoryStore {
         self.sweep_after = self.leases.values().map(|lease| lease.expires_at).max().unwrap_or(now);
         self.leases.shrink_to(self.leases.len() * 2);
         self.sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
+        self.released_since_sweep = 0;
     }
 }
 

@@ -1,8 +1,11 @@
 //! The engine's rules, each on a fake clock: no test here sleeps.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use leasehold_core::{
-    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, LockError, LockSpec, Millis, Outcome, Start,
-    StoreFailure, StoreMethod, StoreRef, Wake, DEFAULT_MEMORY_STORE,
+    Answer, Clock, Effect, Engine, Event, ExecOptions, Extend, Finish, LockError, LockSpec, Millis, Outcome, Start,
+    StoreFailure, StoreMethod, StoreRef, Wake, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME,
 };
 
 const MEM: StoreRef = StoreRef::Memory(DEFAULT_MEMORY_STORE);
@@ -1385,4 +1388,210 @@ mod store_calls {
         assert_eq!((code, token), (status::RUNNING, 1));
         assert!(!e.has_effects());
     }
+}
+
+// ---- edges: lapses the host did not see, old grants, a clock at its limit, FIFO at one
+// instant, a burst of waiters giving up, memory after a burst --------------------------
+
+/// The store calls among `effects`: (request, method, owner).
+fn calls(effects: &[Effect]) -> Vec<(u32, StoreMethod, String)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::StoreCall { request, method, owner, .. } => Some((*request, *method, owner.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A real-clock host: time moves, but the host timer fires only when the test says so.
+struct HandClock(Rc<Cell<Millis>>);
+
+impl Clock for HandClock {
+    fn now(&self) -> Millis {
+        self.0.get()
+    }
+}
+
+fn hand_engine() -> (Engine, Rc<Cell<Millis>>) {
+    let time = Rc::new(Cell::new(0));
+    (Engine::new(Box::new(HandClock(time.clone())), [3; 32]), time)
+}
+
+/// A grant older than the engine's clock (which starts at 0 when the engine is created)
+/// cannot be placed on it: it is not run as a lease counted from 0, the waiter asks again.
+#[test]
+fn a_grant_older_than_its_ttl_is_not_run_even_early_in_the_engine_s_life() {
+    let mut e = engine();
+    e.start(1, vec![lock(GRANTING, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let try1 = calls(&drain(&mut e)).remove(0);
+    e.answer(try1.0, Answer::Acquired(None));
+    drain(&mut e);
+    e.advance(10).unwrap();
+    assert!(e.granted(GRANTING, "k", &try1.2, 12, Some(5_000)), "claimed: it is this waiter's owner");
+    let effects = drain(&mut e);
+    assert!(!ran(&effects, 1), "a grant 5000 ms old on a 3000 ms lease ran: {effects:?}");
+    assert!(!e.layer_held(1, 0), "the engine believes in a lease the store granted 5000 ms ago");
+}
+
+/// A fake clock starts at most at MAX_FAKE_TIME: near `u64::MAX`, `now + ttl` would
+/// saturate into `now`, every lease would lapse as it is taken, and two executions would
+/// hold one key. (The host refuses such a start; the engine does not rely on it.)
+#[test]
+fn a_fake_clock_near_u64_max_still_excludes() {
+    // What both bindings compute for `new FakeTimeProvider(1e300)`: `start.max(0.0) as Millis`.
+    let start = 1e300_f64.max(0.0) as Millis;
+    let mut e = Engine::with_fake_clock(start, [42; 32]);
+    assert!(matches!(
+        e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap(),
+        Start::Running { .. }
+    ));
+    let second = e.start(2, vec![lock(MEM, "k", 30_000, Some(0))], ExecOptions::default()).unwrap();
+    assert_eq!(second, Start::Pending, "a second holder of 'k' while the first one runs");
+    assert_eq!(e.now(), MAX_FAKE_TIME);
+    assert!(matches!(e.advance(1), Err(LockError::InvalidArgument(_))), "advancing past the limit is refused");
+}
+
+/// A callback that blocks the event loop past its ttl settles before the expiry timer can
+/// fire; meanwhile another execution took the key. The loss is found at `finish`, as the
+/// timer would have found it: the execution rejects with LockLostError, and the host is
+/// told of the loss (signal, onLockLost).
+#[test]
+fn finish_after_the_lease_ran_out_reports_the_loss() {
+    let (mut e, time) = hand_engine();
+    let telemetry = ExecOptions { renew: true, telemetry: true, manual: false };
+    assert!(matches!(e.start(1, vec![lock(MEM, "k", 3_000, None)], telemetry).unwrap(), Start::Running { .. }));
+    drain(&mut e);
+    // The callback runs synchronously for 5 s: no timer fires, the renewal at 1 000 never goes.
+    time.set(5_000);
+    // Meanwhile (same tick, another request) the lapsed key is taken by someone else.
+    assert!(matches!(
+        e.start(2, vec![lock(MEM, "k", 3_000, Some(0))], ExecOptions::default()).unwrap(),
+        Start::Running { .. }
+    ));
+    let finish = e.finish(1, false).unwrap();
+    let effects = drain(&mut e);
+    assert!(
+        finish == Finish::Settled(Outcome::Error(LockError::Lost { key: "k".into() })),
+        "expected LockLostError, got {finish:?} with {effects:?}"
+    );
+    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
+}
+
+/// Body of `many_waiters_timing_out_at_once_do_not_overflow_the_stack`, run in a child
+/// process: a stack overflow aborts the whole process (it is not a panic to catch).
+#[test]
+#[ignore = "run by many_waiters_timing_out_at_once_do_not_overflow_the_stack in a child process"]
+fn child_many_waiters_timing_out_at_once() {
+    // 8 MiB: the main-thread stack of a Linux process (where the Node addon runs).
+    let worker = std::thread::Builder::new().stack_size(8 << 20).spawn(|| {
+        let mut e = engine();
+        e.start(1, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap();
+        // A burst on a hot key: 20 000 requests in one millisecond, each with wait '1s'.
+        for exec in 0..20_000 {
+            e.start(10 + exec, vec![lock(MEM, "k", 30_000, Some(1_000))], ExecOptions::default()).unwrap();
+        }
+        // At 1 000 the head gives up and the next one tries at once, gives up too, and so
+        // on down the queue.
+        e.advance(1_000).unwrap();
+        drain(&mut e).len()
+    });
+    assert_eq!(worker.unwrap().join().unwrap(), 20_000);
+}
+
+#[test]
+fn many_waiters_timing_out_at_once_do_not_overflow_the_stack() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "child_many_waiters_timing_out_at_once", "--test-threads=1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child died: {:?}\n{}", out.status, stderr.lines().last().unwrap_or(""));
+}
+
+/// The holder's deadline counts from when the request was sent: `extend(100)` sent at 0 and
+/// answered at 200 renewed a lease that ended at 100. That is a loss, not a success.
+#[test]
+fn an_extend_answered_after_its_own_ttl_is_not_a_success() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 30_000, None)], MANUAL).unwrap();
+    let acquire = calls(&drain(&mut e)).remove(0);
+    e.answer(acquire.0, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    assert_eq!(e.extend(1, Some(100)).unwrap(), Extend::Pending);
+    let renew = calls(&drain(&mut e)).remove(0);
+    assert_eq!(renew.1, StoreMethod::Renew);
+    e.advance(200).unwrap();
+    e.answer(renew.0, Answer::Renewed(true));
+    let effects = drain(&mut e);
+    let held = e.layer_held(1, 0);
+    assert!(
+        !effects.contains(&Effect::Extended { exec: 1, ok: true }),
+        "extend() resolved true for a lease that ran out at 100 (answered at 200; layer_held = {held}): {effects:?}"
+    );
+}
+
+/// The memory store hands its key over in arrival order, also when a later waiter's last
+/// try (at its wait deadline) falls on the instant the first waiter is due to take the
+/// lapsed key, and its timer was set first.
+#[test]
+fn a_later_waiter_s_last_try_does_not_overtake_the_first_waiter() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 100, None)], MANUAL).unwrap(); // lapses at 100
+    e.start(2, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap(); // first waiter
+    e.start(3, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap(); // second, waits forever
+    e.start(4, vec![lock(MEM, "k", 1_000, Some(1_100))], ExecOptions::default()).unwrap(); // third, until 1100
+    e.advance(100).unwrap();
+    assert!(ran(&drain(&mut e), 2), "exec 2 takes the lapsed key at 100; its own lease lapses at 1100");
+    e.advance(1_000).unwrap();
+    let effects = drain(&mut e);
+    assert!(
+        ran(&effects, 3) && !ran(&effects, 4),
+        "at 1100 the key went to exec 4 (arrived third) instead of exec 3 (arrived second): {effects:?}"
+    );
+}
+
+/// Same rule for a newcomer that comes after the lease lapsed (at 1 000) but before the
+/// host timer that hands the key to the waiting exec 2 fired (a busy event loop): it does
+/// not jump the queue; with `wait: 0` it fails fast.
+#[test]
+fn a_newcomer_does_not_overtake_a_waiter_when_a_lease_lapses() {
+    let (mut e, time) = hand_engine();
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    assert_eq!(e.start(2, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap(), Start::Pending);
+    time.set(1_005);
+    let newcomer = e.start(3, vec![lock(MEM, "k", 1_000, Some(0))], ExecOptions::default()).unwrap();
+    e.on_host_timer();
+    let effects = drain(&mut e);
+    assert!(
+        !matches!(newcomer, Start::Running { .. }) && ran(&effects, 2),
+        "exec 3 (arrived later) got {newcomer:?}; exec 2 ran: {}",
+        ran(&effects, 2)
+    );
+    assert_eq!(settled(&effects, 3), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+}
+
+/// The memory store's memory follows its live leases back down after a burst (10 000
+/// keys held at once, then released), also when only keys seen before come back: no new
+/// key comes in to trigger a sweep then.
+#[test]
+fn memory_returns_to_live_leases_after_a_burst_without_new_keys() {
+    let mut e = engine();
+    // A burst: 10 000 executions on distinct keys at once, then all of them finish.
+    for i in 0..10_000u32 {
+        e.start(100 + i, vec![lock(MEM, &format!("key-{i}"), 1_000, None)], ExecOptions::default()).unwrap();
+    }
+    for i in 0..10_000u32 {
+        e.finish(100 + i, true).unwrap();
+    }
+    // From now on: one execution at a time, always on keys seen before.
+    for round in 0..1_000u32 {
+        e.advance(1_000).unwrap();
+        let key = format!("key-{}", round % 10);
+        e.start(1, vec![lock(MEM, &key, 1_000, None)], ExecOptions::default()).unwrap();
+        e.finish(1, true).unwrap();
+    }
+    assert_eq!(e.memory_size(DEFAULT_MEMORY_STORE).unwrap(), 0);
+    let entries = e.memory_entries(DEFAULT_MEMORY_STORE).unwrap();
+    assert!(entries <= 66, "{entries} entries kept for 0 live leases, 1000 s after the burst");
 }
