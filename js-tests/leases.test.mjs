@@ -14,6 +14,9 @@ import {
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
+import api from 'leasehold';
+
+const internals = api[Symbol.for('leasehold.internals')];
 
 describe('acquireLock', () => {
   test('hands out a lease with key, owner and token; undefined while held', async () => {
@@ -95,6 +98,32 @@ describe('acquireLock', () => {
     assert.ok(lease.signal.reason instanceof LockLostError);
     assert.equal(await lease.extend(), false);
     assert.equal(await lease.release(), false);
+  });
+
+  // "At most once a minute" jobs take a lease and let it lapse on purpose: once it is over
+  // in the store, nothing of it may stay in the host or the engine.
+  test('a lease left to lapse, or lost, leaves nothing behind; release() and extend() answer false', async () => {
+    const clock = new FakeTimeProvider();
+    const host = internals.hostOf(clock);
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const leases = [];
+    for (let i = 0; i < 1000; i++) leases.push(await acquireLock(store, `once-a-minute:${i}`, '1m', { timeProvider: clock }));
+    assert.ok(leases.every((lease) => lease !== undefined));
+    await advance(clock, 120_000, 10_000);
+    assert.equal(store.size, 0, 'every lease lapsed');
+    assert.equal(host.engine.liveExecutions(), 0, 'engine executions kept for lapsed leases');
+    assert.equal(host.execs.size, 0, 'host records kept for lapsed leases');
+    assert.equal(await leases[0].extend(), false);
+    assert.equal(await leases[0].release(), false);
+    // An auto-renewed lease that is lost (its renewal refused) is wound down the same way.
+    const refusing = recordingStore(clock, { renew: async () => false });
+    const lost = await acquireLock(refusing, 'k', 3000, { autoRenew: true, timeProvider: clock });
+    await advance(clock, 2000, 500);
+    assert.equal(lost.signal.aborted, true);
+    assert.equal(host.engine.liveExecutions(), 0);
+    assert.equal(host.execs.size, 0);
+    assert.equal(await lost.release(), false);
+    assert.deepEqual(refusing.times('release'), [], 'a lease the store refused to renew is not its to release');
   });
 
   test('abort while waiting rejects with the reason', async () => {

@@ -1221,7 +1221,10 @@ function createApi(binding, options) {
         return this.reject(errorOf(fx, this.host, this.callerSignal, this.causes));
       }
       this.host.execs.delete(this.id);
-      this.released.resolve(fx.outcome === 'value');
+      // Lost or lapsed before release() was called: the engine wound the lease down on
+      // its own, and release() answers false from now on.
+      if (this.released === undefined) this.released = { promise: Promise.resolve(false), resolve() {} };
+      else this.released.resolve(fx.outcome === 'value');
     }
 
     release() {

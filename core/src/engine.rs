@@ -701,12 +701,21 @@ impl Engine {
     pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
         self.tick();
         let now = self.time;
-        let Some(e) = self.execs.get(&exec).filter(|e| e.phase == Phase::Running) else {
+        let Some(e) = self.execs.get(&exec) else {
             return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
         };
+        // A manual lease lost or lapsed is wound down on its own (see `lose`): a release()
+        // that comes meanwhile waits for that settlement.
+        if e.options.manual && e.phase == Phase::Releasing {
+            return Ok(Finish::Pending);
+        }
+        if e.phase != Phase::Running {
+            return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
+        }
         // A callback that kept the host busy past its lease's expiry settles before the
         // expiry timer can fire: the loss is found here instead, as that timer would have.
-        // (A manual lease just lapses, as it does on its timer.)
+        // (A manual lease's release() after a lapse answers false without this: its
+        // release finds the lease lapsed.)
         if !e.options.manual {
             let lapsed: Vec<u32> = (e.layers.iter().enumerate())
                 .filter(|(_, l)| matches!(&l.state, LayerState::Held(h) if h.expires_at <= now))
@@ -1287,11 +1296,9 @@ impl Engine {
         let LayerState::Held(h) = &l.state else { return };
         let at = match (h.in_flight, h.renew_at) {
             (None, Some(renew)) => Some(renew.min(h.expires_at)),
-            // A renewal (or an extend) in flight is bounded by the lease.
-            (Some(_), _) => Some(h.expires_at),
-            // Without renewal nothing is due before expiry, and expiry changes nothing
-            // the holder must be told about: a manual lease simply lapses.
-            (None, None) => None,
+            // A renewal (or an extend) in flight is bounded by the lease; without renewal
+            // (a manual lease) nothing is due before expiry, where the lease is over.
+            (Some(_), _) | (None, None) => Some(h.expires_at),
         };
         self.arm(exec, layer, at);
     }
@@ -1414,7 +1421,23 @@ impl Engine {
         self.event(exec, layer, Event::Lost);
         let Some(e) = self.execs.get_mut(&exec) else { return };
         e.lost.get_or_insert(layer);
+        let manual = e.options.manual;
         match e.phase {
+            // Only its holder's release() ends a manual lease, and a holder may never call
+            // it (a lease taken to run a job at most once a minute, left to lapse). One that
+            // is over is wound down now, so that nothing stays behind; its release() then
+            // answers false. One granted and over before the host took the grant (a tiny
+            // ttl, a busy host) was never held by anyone: it is not acquired.
+            Phase::Running if manual => {
+                let unseen = self.effects.iter().position(|e| matches!(e, Effect::Run { exec: x } if *x == exec));
+                if let Some(run) = unseen {
+                    self.effects.remove(run);
+                    self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
+                } else {
+                    self.effects.push_back(Effect::Lost { exec, layer });
+                    self.wind_down(exec, Outcome::Value);
+                }
+            }
             Phase::Running => self.effects.push_back(Effect::Lost { exec, layer }),
             // An outer lock lost while an inner one is still being acquired: the
             // callback never starts (so there is no signal to abort, no onLockLost).

@@ -836,15 +836,45 @@ fn a_manual_release_says_whether_the_owner_still_held_the_lease() {
     let mut e = engine();
     e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
     assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
-    // Lapsed, then taken over: the release is false and deletes nothing.
+    // Released after a lapse its timer has not seen yet (a busy host), and taken over
+    // meanwhile: the release is false and deletes nothing.
     e.start(2, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
-    e.advance(1_000).unwrap();
+    e.advance_clock_only_for_tests(1_000);
     e.start(3, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
     assert_eq!(e.finish(2, true).unwrap(), Finish::Settled(Outcome::NotHeld));
     assert!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap().is_some(), "the new owner's lease is untouched");
-    // Lapsed, not taken: still false.
+    // Left to lapse: wound down at its expiry, not held; nothing stays behind.
     e.advance(1_000).unwrap();
-    assert_eq!(e.finish(3, true).unwrap(), Finish::Settled(Outcome::NotHeld));
+    assert_eq!(settled(&drain(&mut e), 3), Some(&Outcome::NotHeld));
+    assert_eq!(e.live_executions(), 0);
+    assert!(e.finish(3, true).is_err(), "the host answers a later release() itself");
+}
+
+#[test]
+fn a_manual_lease_granted_and_over_before_the_host_took_the_grant_is_not_acquired() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 10, None)], MANUAL).unwrap();
+    e.start(2, vec![lock(MEM, "k", 10, None)], MANUAL).unwrap(); // granted at 10, over at 20
+    e.advance(20).unwrap();
+    let effects = drain(&mut e);
+    assert!(!ran(&effects, 2), "{effects:?}");
+    assert_eq!(settled(&effects, 2), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+    assert_eq!(e.live_executions(), 0);
+}
+
+#[test]
+fn a_manual_lease_that_lapses_is_wound_down_and_a_release_meanwhile_waits_for_it() {
+    let mut e = engine();
+    held_external(&mut e, 1_000, MANUAL);
+    e.advance(1_000).unwrap();
+    let (calls, effects) = split(&mut e);
+    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
+    assert_eq!(calls.len(), 1, "the store may still hold it for a moment: released as its owner");
+    assert_eq!(calls[0].method, StoreMethod::Release);
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Pending, "release() while that release is in flight");
+    e.answer(calls[0].request, Answer::Released(Some(true)));
+    assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::NotHeld));
+    assert_eq!((e.live_executions(), e.open_requests(), e.next_deadline()), (0, 0, None));
 }
 
 #[test]
@@ -860,7 +890,8 @@ fn a_manual_release_on_a_store_uses_its_answer_or_the_engine_clock() {
         let acquire = only_call(&mut e, StoreMethod::Acquire);
         e.answer(acquire.request, Answer::Acquired(Some(1)));
         assert!(ran(&drain(&mut e), 1));
-        e.advance(advance).unwrap();
+        // Released before its expiry timer ran (a busy host) when it comes after the lapse.
+        e.advance_clock_only_for_tests(advance);
         assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
         let release = only_call(&mut e, StoreMethod::Release);
         e.answer(release.request, Answer::Released(said));
@@ -875,7 +906,7 @@ fn extend_pushes_a_manual_lease_out_and_is_false_once_it_is_gone() {
     e.advance(900).unwrap();
     assert_eq!(e.extend(1, Some(5_000)).unwrap(), Extend::Done(true));
     assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(5_000));
-    assert_eq!(e.next_deadline(), None, "no automatic renewal for a plain manual lease");
+    assert_eq!(e.next_deadline(), Some(5_900), "no renewal for a plain manual lease: only its expiry");
     e.advance(5_000).unwrap();
     assert_eq!(e.extend(1, None).unwrap(), Extend::Done(false), "lapsed");
     assert_eq!(e.extend(99, None).unwrap(), Extend::Done(false), "unknown");
@@ -971,8 +1002,11 @@ fn an_extend_the_store_never_answers_ends_at_the_lease_expiry() {
     e.advance(999).unwrap();
     assert!(drain(&mut e).is_empty());
     e.advance(1).unwrap();
-    assert!(drain(&mut e).contains(&Effect::Extended { exec: 1, ok: false }));
-    assert_eq!(e.open_requests(), 0, "the abandoned renewal is forgotten");
+    let (calls, effects) = split(&mut e);
+    assert!(effects.contains(&Effect::Extended { exec: 1, ok: false }));
+    // The abandoned renewal is forgotten; only the lapsed lease's clean-up release is open.
+    assert_eq!(calls.iter().map(|c| c.method).collect::<Vec<_>>(), [StoreMethod::Release]);
+    assert_eq!(e.open_requests(), 1);
 }
 
 #[test]
