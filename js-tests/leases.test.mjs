@@ -282,6 +282,20 @@ describe('withLock', () => {
     assert.equal(await first, 'job:1:number');
     assert.throws(() => decorate(() => {}, { kind: 'field' }), TypeError);
   });
+
+  test("as a method decorator, the options' signal is honoured like withLock(key, fn, { signal })", async () => {
+    const clock = new FakeTimeProvider();
+    const controller = new AbortController();
+    controller.abort(new Error('shutting down'));
+    let ran = 0;
+    const viaFn = await withLock('job', () => ++ran, { timeProvider: clock, signal: controller.signal }).catch((e) => e.message);
+    assert.equal(viaFn, 'shutting down');
+    const decorate = withLock('job', { timeProvider: clock, signal: controller.signal });
+    const method = decorate(() => ++ran, { kind: 'method', name: 'run' });
+    const viaDecorator = await method().catch((e) => e.message);
+    assert.equal(viaDecorator, 'shutting down', 'the decorated method ran although its signal was aborted');
+    assert.equal(ran, 0);
+  });
 });
 
 describe('extend, more', () => {

@@ -152,6 +152,37 @@ describe('keys', () => {
     assert.equal(store.size, keys.length);
     for (const key of keys) assert.equal(await store.acquire(key, 'other', 10_000), undefined);
   });
+
+  // A key cut in the middle of a surrogate pair (`name.slice(0, 64)` on an emoji) is
+  // still a non-empty string: it must lock only itself and reach a JS store unchanged.
+  test('keys with a lone surrogate lock independently and reach a JS store unchanged', async () => {
+    const first = '\uD83D';
+    const second = '\uD83E';
+    const outcome = await builder()
+      .addLock({ key: `cut:${first}` })
+      .build()
+      .execute(() =>
+        builder()
+          .addLock({ key: `cut:${second}` })
+          .build()
+          .execute(() => 'second key is free')
+          .catch((e) => `${e.name} on ${JSON.stringify(e.key)}`),
+      );
+    assert.equal(outcome, 'second key is free', 'two different keys must not exclude each other');
+
+    const seen = [];
+    const store = {
+      acquire: async (key) => (seen.push(key), { fencingToken: 1 }),
+      renew: async () => true,
+      release: async (key) => void seen.push(key),
+    };
+    await builder()
+      .addLock({ key: `outer:${first}`, store })
+      .addLock({ key: `inner:${first}`, store })
+      .build()
+      .execute(() => 1);
+    assert.deepEqual(seen, [`outer:${first}`, `inner:${first}`, `inner:${first}`, `outer:${first}`]);
+  });
 });
 
 describe('other entry points', () => {
