@@ -795,3 +795,20 @@ describe("a JS store's answers", () => {
     assert.equal(await lapsed.release(), false, "the store's answer: not held");
   });
 });
+
+describe('fake time', () => {
+  // `advance(ttl / 3)` is the natural way to step through renewals; fractions of a
+  // millisecond must not add up to time that never passed.
+  test('advance by fractions of a millisecond moves the clock by their sum, not more', async () => {
+    const clock = new FakeTimeProvider();
+    for (let i = 0; i < 3; i++) clock.advance(1000 / 3);
+    assert.equal(clock.now(), 1000, '3 × advance(1000 / 3)');
+    const tenths = new FakeTimeProvider();
+    for (let i = 0; i < 10; i++) tenths.advance(0.1);
+    assert.ok(tenths.now() <= 1, `10 × advance(0.1) moved the clock to ${tenths.now()}`);
+    const store = new MemoryLockStore({ timeProvider: tenths });
+    assert.ok(await store.acquire('k', 'o', 1001));
+    for (let i = 0; i < 3; i++) tenths.advance(1000 / 3);
+    assert.equal(await store.isLocked('k'), true, 'a 1001 ms lease lapsed after 1000 ms of advances');
+  });
+});

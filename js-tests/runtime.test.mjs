@@ -314,3 +314,43 @@ test('an engine that fails where no caller can be told is retired: its execution
   // Other engines are untouched.
   assert.equal(await new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'k' }).build().execute(() => 'fine'), 'fine');
 });
+
+test('an engine retired while callbacks hold locks aborts their signals: their leases are no longer renewed', async () => {
+  const clock = new FakeTimeProvider();
+  const host = internals.hostOf(clock);
+  let token = 0;
+  const renewed = [];
+  const store = {
+    acquire: async () => ({ fencingToken: ++token }),
+    renew: async (key) => (renewed.push(key), true),
+    release: async () => true,
+  };
+  const lost = [];
+  const holding = new ResiliencePipelineBuilder({ timeProvider: clock })
+    .addLock({ key: 'held', store, ttl: 3000, onLockLost: ({ key }) => lost.push(key) })
+    .build();
+  let signal;
+  let finishWork;
+  const running = holding
+    .execute((context) => {
+      signal = context.signal;
+      return new Promise((resolve) => (finishWork = resolve));
+    })
+    .catch((e) => e);
+  const lease = await acquireLock(store, 'manual', 3000, { timeProvider: clock, autoRenew: true });
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  // Force a failure inside the engine call that handles a store's answer: the engine retires.
+  host.engine.answerAcquire = () => {
+    throw new Error('forced engine failure');
+  };
+  const other = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', store }).build();
+  assert.equal((await other.execute(() => 'never').catch((e) => e)).code, 'LEASEHOLD_ENGINE_FAILURE');
+  assert.equal((await running).code, 'LEASEHOLD_ENGINE_FAILURE');
+  // Nothing renews these leases any more: after ttl anyone may take them, while the
+  // callback and the lease holder still run.
+  clock.advance(5000);
+  assert.deepEqual(renewed, []);
+  assert.equal(signal.aborted, true, "the running callback's signal was not aborted");
+  assert.equal(lease.signal.aborted, true, "the auto-renewed lease's signal was not aborted");
+  finishWork();
+});
