@@ -108,7 +108,10 @@ export interface LockLostArgs {
 }
 
 export interface LockOptions {
-  /** The key, or a function of the context. Absent: the execution's `operationKey`. */
+  /**
+   * The key, or a function of the context. Absent: the execution's `operationKey`. A key
+   * with a lone surrogate (not well-formed UTF-16) is a `TypeError`.
+   */
   key?: string | ((context: ResilienceContext) => string);
   /** Lease length, renewed every ttl/3 while the callback runs. Default 30 s. */
   ttl?: Duration;

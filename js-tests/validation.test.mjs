@@ -7,6 +7,8 @@ import {
   MemoryLockStore,
   FakeTimeProvider,
   getLockToken,
+  acquireLock,
+  withLock,
 } from './support/leasehold.mjs';
 
 const clock = new FakeTimeProvider();
@@ -154,34 +156,40 @@ describe('keys', () => {
   });
 
   // A key cut in the middle of a surrogate pair (`name.slice(0, 64)` on an emoji) is
-  // still a non-empty string: it must lock only itself and reach a JS store unchanged.
-  test('keys with a lone surrogate lock independently and reach a JS store unchanged', async () => {
-    const first = '\uD83D';
-    const second = '\uD83E';
-    const outcome = await builder()
-      .addLock({ key: `cut:${first}` })
-      .build()
-      .execute(() =>
-        builder()
-          .addLock({ key: `cut:${second}` })
-          .build()
-          .execute(() => 'second key is free')
-          .catch((e) => `${e.name} on ${JSON.stringify(e.key)}`),
-      );
-    assert.equal(outcome, 'second key is free', 'two different keys must not exclude each other');
+  // still a non-empty string, but both engines would turn the lone surrogate into U+FFFD:
+  // distinct keys would collide, and a JS store would see a changed key. So it is refused
+  // wherever a key comes in.
+  test('keys with a lone surrogate are a TypeError that names the argument and says why', async () => {
+    const cut = 'cut:\uD83D';
+    const message = /\bkey must be well-formed UTF-16 \(a lone surrogate at index 4\), got "cut:\\ud83d"$/;
+    assertNames(() => builder().addLock({ key: cut }), TypeError, 'key');
+    assert.throws(() => builder().addLock({ key: cut }), message);
+    assertNames(() => builder().addLock({ key: '\uDE00x' }), TypeError, 'key');
 
-    const seen = [];
-    const store = {
-      acquire: async (key) => (seen.push(key), { fencingToken: 1 }),
-      renew: async () => true,
-      release: async (key) => void seen.push(key),
-    };
-    await builder()
-      .addLock({ key: `outer:${first}`, store })
-      .addLock({ key: `inner:${first}`, store })
-      .build()
-      .execute(() => 1);
-    assert.deepEqual(seen, [`outer:${first}`, `inner:${first}`, `inner:${first}`, `outer:${first}`]);
+    let ran = 0;
+    const viaFunction = builder().addLock({ key: () => cut, store: okStore }).build();
+    await assert.rejects(viaFunction.execute(() => ++ran), (e) => e instanceof TypeError && message.test(e.message));
+    const viaOperationKey = builder().addLock({ store: okStore }).build();
+    const error = await viaOperationKey.execute(() => ++ran, { operationKey: cut }).catch((e) => e);
+    assert.ok(error instanceof TypeError, String(error));
+    assert.match(error.message, /^operationKey must be well-formed UTF-16/);
+    await assert.rejects(withLock(cut, () => ++ran, { store: okStore, timeProvider: clock }), message);
+    assert.equal(ran, 0);
+
+    await assert.rejects(acquireLock(okStore, cut, '1s', { timeProvider: clock }), message);
+    const store = new MemoryLockStore({ timeProvider: clock });
+    for (const call of [
+      () => store.acquire(cut, 'o', 1000),
+      () => store.renew(cut, 'o', 1000),
+      () => store.release(cut, 'o'),
+      () => store.isLocked(cut),
+      () => store.ttl(cut),
+    ]) {
+      await assert.rejects(call(), message);
+    }
+    await assert.rejects(store.acquire('k', 'owner:\uD83D', 1000), /^TypeError: owner must be well-formed UTF-16/);
+    // A whole pair is a character like any other.
+    assert.ok(await store.acquire('cut:\uD83D\uDE00', 'o', 1000));
   });
 });
 

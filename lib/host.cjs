@@ -87,6 +87,26 @@ function describe(value) {
   return `${String(value)}`;
 }
 
+// In unicode mode a surrogate pair is one code point, outside this range: only a lone
+// surrogate matches.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+const isWellFormed =
+  typeof String.prototype.isWellFormed === 'function'
+    ? (text) => text.isWellFormed()
+    : (text) => !LONE_SURROGATE.test(text);
+
+/**
+ * Rejects a string with a lone surrogate: both engines turn one into U+FFFD, so distinct
+ * keys (or owners) would collide, and a JS store would see the text changed.
+ */
+function checkWellFormed(text, arg) {
+  if (isWellFormed(text)) return;
+  // JSON escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
+  const got = text.length > 40 ? `a string of ${text.length} characters` : JSON.stringify(text);
+  const at = text.search(LONE_SURROGATE);
+  throw new TypeError(`${arg} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${got}`);
+}
+
 // The wasm engine's per-execution calls, over its `*Fast` exports that answer plain
 // numbers (-1: an error, kept for `takeError`, or no token): wasm-bindgen hands a
 // `Result` or an `Option` over as an array, one allocation per call.
@@ -627,6 +647,7 @@ function createApi(binding, options) {
   function checkKey(key, arg = 'key') {
     if (typeof key !== 'string') throw new TypeError(`${arg} must be a non-empty string, got ${describe(key)}`);
     if (key.length === 0) throw new TypeError(`${arg} must be a non-empty string, got ''`);
+    checkWellFormed(key, arg);
   }
 
   function checkTtlMs(ttlMs) {
@@ -962,6 +983,8 @@ function createApi(binding, options) {
       throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
     }
     if (key === '') throw new TypeError("key must be a non-empty string, got ''");
+    // A fixed key is checked here, once; a key function's result at every execution.
+    if (typeof key === 'string') checkWellFormed(key, 'key');
     const ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });
     if (ttlMs <= 0) throw new RangeError(`ttl must be positive, got ${describe(ttl)}`);
     const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
@@ -989,6 +1012,7 @@ function createApi(binding, options) {
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`key must resolve to a non-empty string, got ${describe(key)}`);
     }
+    checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
     return key;
   }
 
