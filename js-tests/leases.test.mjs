@@ -283,7 +283,7 @@ describe('withLock', () => {
     assert.throws(() => decorate(() => {}, { kind: 'field' }), TypeError);
   });
 
-  test("as a method decorator, the options' signal is honoured like withLock(key, fn, { signal })", async () => {
+  test("as a method decorator, the options' signal and operationKey are honoured like withLock(key, fn, options)", async () => {
     const clock = new FakeTimeProvider();
     const controller = new AbortController();
     controller.abort(new Error('shutting down'));
@@ -295,6 +295,15 @@ describe('withLock', () => {
     const viaDecorator = await method().catch((e) => e.message);
     assert.equal(viaDecorator, 'shutting down', 'the decorated method ran although its signal was aborted');
     assert.equal(ran, 0);
+    // The `withLock(options)` form too, with the operationKey its key function reads.
+    const operationKeys = [];
+    const byOperation = withLock({
+      key: (context) => (operationKeys.push(context.operationKey), 'job'),
+      operationKey: '42',
+      timeProvider: clock,
+    });
+    assert.equal(await byOperation(() => 'done', { kind: 'method', name: 'run' })(), 'done');
+    assert.deepEqual(operationKeys, ['42']);
   });
 });
 

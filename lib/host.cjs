@@ -1379,12 +1379,16 @@ function createApi(binding, options) {
       }
     }
     const pipeline = pipelineFor(keyOrOptions, fnOrOptions);
+    // `withLock(key, options)` or `withLock(options)`: its signal and operationKey apply
+    // to every call, as the function form's do to its one.
+    const keyed = typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function';
+    const options = executeOptions(keyed ? fnOrOptions : keyOrOptions);
     return function lockedMethod(method, context) {
       if (typeof method !== 'function' || context?.kind !== 'method') {
         throw new TypeError('withLock(...) decorates methods only');
       }
       return function (...args) {
-        return pipeline.execute(() => method.apply(this, args));
+        return pipeline.execute(() => method.apply(this, args), options);
       };
     };
   }
