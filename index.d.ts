@@ -77,14 +77,19 @@ export interface LockStore {
 
 /** A clock that moves only when told to; every timer of the engine on it runs as it moves. */
 export declare class FakeTimeProvider {
-  /** @param start the initial time in milliseconds (default 0). */
+  /**
+   * @param start the initial time in milliseconds (default 0), at most
+   * `Number.MAX_SAFE_INTEGER` (a `RangeError` otherwise).
+   */
   constructor(start?: number);
   /** The fake time in milliseconds. */
   now(): number;
   /**
    * Moves time forward by `ms`, running every due timer (polls, renewals, expiries) at its
-   * own instant, in order. JS stores answer through Promises: advance in steps and let
-   * them settle (`await` something) between steps when a test needs their answers.
+   * own instant, in order. Timers run on whole milliseconds; fractions of one add up
+   * (3 × `advance(1000 / 3)` is 1000 ms). Moving past `Number.MAX_SAFE_INTEGER` is a
+   * `RangeError`. JS stores answer through Promises: advance in steps and let them
+   * settle (`await` something) between steps when a test needs their answers.
    */
   advance(ms: number): void;
 }

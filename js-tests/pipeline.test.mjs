@@ -803,6 +803,12 @@ describe('fake time', () => {
     const clock = new FakeTimeProvider();
     for (let i = 0; i < 3; i++) clock.advance(1000 / 3);
     assert.equal(clock.now(), 1000, '3 × advance(1000 / 3)');
+    const halves = new FakeTimeProvider(1.5);
+    assert.equal(halves.now(), 1.5);
+    halves.advance(0.25);
+    assert.equal(halves.now(), 1.75);
+    halves.advance(0.25);
+    assert.equal(halves.now(), 2);
     const tenths = new FakeTimeProvider();
     for (let i = 0; i < 10; i++) tenths.advance(0.1);
     assert.ok(tenths.now() <= 1, `10 × advance(0.1) moved the clock to ${tenths.now()}`);

@@ -204,6 +204,16 @@ describe('other entry points', () => {
     assertNames(() => c.advance('1s'), TypeError, 'ms');
     c.advance(10);
     assert.equal(c.now(), 15);
+    // Beyond Number.MAX_SAFE_INTEGER, times no longer pass exactly between JS and the
+    // engine (a start of 1e300 used to give leases that excluded nobody).
+    assertNames(() => new FakeTimeProvider(1e300), RangeError, 'start');
+    assertNames(() => new FakeTimeProvider(Number.MAX_SAFE_INTEGER + 2), RangeError, 'start');
+    const late = new FakeTimeProvider(Number.MAX_SAFE_INTEGER - 10);
+    assertNames(() => late.advance(10.5), RangeError, 'ms');
+    assertNames(() => late.advance(11), RangeError, 'ms');
+    assert.equal(late.now(), Number.MAX_SAFE_INTEGER - 10, 'a refused advance moves nothing');
+    late.advance(10);
+    assert.equal(late.now(), Number.MAX_SAFE_INTEGER);
   });
 
   test('MemoryLockStore methods reject bad arguments', async () => {

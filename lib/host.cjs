@@ -619,18 +619,40 @@ function createApi(binding, options) {
 
   // ---- time ---------------------------------------------------------------------------
 
-  /** A clock that moves only when told to; every engine timer on it (polls, renewals, expiries) runs as it moves. */
+  // A fraction within a nanosecond of the next millisecond is float error, not time:
+  // 3 × (1000 / 3) adds up to 999.99999999999994.
+  const NANOSECOND = 1e-6;
+
+  /** `ms` as whole milliseconds, which is all the engine counts, and the fraction left over. */
+  function splitMillis(ms) {
+    const whole = Math.floor(ms);
+    if (ms - whole > 1 - NANOSECOND) return { whole: whole + 1, fraction: 0 };
+    return { whole, fraction: ms - whole };
+  }
+
+  /**
+   * A clock that moves only when told to; every engine timer on it (polls, renewals,
+   * expiries) runs as it moves. The engine counts whole milliseconds: the clock keeps the
+   * fraction of one, so that steps of a fraction add up to their sum.
+   */
   class FakeTimeProvider {
+    #fraction;
+
     constructor(start = 0) {
-      if (typeof start !== 'number' || !Number.isFinite(start) || start < 0) {
-        throw new RangeError(`start must be a non-negative finite number of milliseconds, got ${describe(start)}`);
+      // Beyond Number.MAX_SAFE_INTEGER, times no longer pass exactly between JS numbers
+      // and the engine's whole milliseconds, and near the top of the engine's range
+      // `now + ttl` saturates: a lease would end as it starts, and exclude nobody.
+      if (typeof start !== 'number' || !(start >= 0 && start <= Number.MAX_SAFE_INTEGER)) {
+        throw new RangeError(`start must be a number of milliseconds from 0 to Number.MAX_SAFE_INTEGER, got ${describe(start)}`);
       }
-      this[HOST] = new EngineHost(true, start);
+      const { whole, fraction } = splitMillis(start);
+      this.#fraction = fraction;
+      this[HOST] = new EngineHost(true, whole);
     }
 
     /** The fake time, in milliseconds. */
     now() {
-      return this[HOST].engine.now();
+      return this[HOST].engine.now() + this.#fraction;
     }
 
     /** Moves time forward by `ms`, running every due timer at its own instant, in order. */
@@ -638,7 +660,13 @@ function createApi(binding, options) {
       if (typeof ms !== 'number') throw new TypeError(`ms must be a number of milliseconds, got ${describe(ms)}`);
       if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`ms must be a non-negative finite number, got ${describe(ms)}`);
       const host = this[HOST];
-      host.call(() => host.engine.advance(ms));
+      const { whole, fraction } = splitMillis(this.#fraction + ms);
+      const now = host.engine.now();
+      if (now + whole + fraction > Number.MAX_SAFE_INTEGER) {
+        throw new RangeError(`ms must not move the clock (now ${now + this.#fraction}) past Number.MAX_SAFE_INTEGER, got ${describe(ms)}`);
+      }
+      host.call(() => host.engine.advance(whole));
+      this.#fraction = fraction;
     }
   }
 
