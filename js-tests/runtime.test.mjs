@@ -327,7 +327,16 @@ test('an engine retired while callbacks hold locks aborts their signals: their l
   };
   const lost = [];
   const holding = new ResiliencePipelineBuilder({ timeProvider: clock })
-    .addLock({ key: 'held', store, ttl: 3000, onLockLost: ({ key }) => lost.push(key) })
+    .addLock({ key: 'outer', store, ttl: 3000, onLockLost: ({ key }) => lost.push(key) })
+    .addLock({
+      key: 'held',
+      store,
+      ttl: 3000,
+      onLockLost: ({ key }) => {
+        lost.push(key);
+        throw new Error('a throwing onLockLost is ignored');
+      },
+    })
     .build();
   let signal;
   let finishWork;
@@ -338,6 +347,8 @@ test('an engine retired while callbacks hold locks aborts their signals: their l
     })
     .catch((e) => e);
   const lease = await acquireLock(store, 'manual', 3000, { timeProvider: clock, autoRenew: true });
+  // A lease without renewals is not lost: it stands until its ttl, as before.
+  const unrenewed = await acquireLock(store, 'unrenewed', 3000, { timeProvider: clock });
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   // Force a failure inside the engine call that handles a store's answer: the engine retires.
   host.engine.answerAcquire = () => {
@@ -345,12 +356,21 @@ test('an engine retired while callbacks hold locks aborts their signals: their l
   };
   const other = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k', store }).build();
   assert.equal((await other.execute(() => 'never').catch((e) => e)).code, 'LEASEHOLD_ENGINE_FAILURE');
-  assert.equal((await running).code, 'LEASEHOLD_ENGINE_FAILURE');
+  const failure = await running;
+  assert.equal(failure.code, 'LEASEHOLD_ENGINE_FAILURE');
   // Nothing renews these leases any more: after ttl anyone may take them, while the
   // callback and the lease holder still run.
   clock.advance(5000);
   assert.deepEqual(renewed, []);
   assert.equal(signal.aborted, true, "the running callback's signal was not aborted");
   assert.equal(lease.signal.aborted, true, "the auto-renewed lease's signal was not aborted");
+  for (const reason of [signal.reason, lease.signal.reason]) {
+    assert.equal(reason.code, 'LOCK_LOST');
+    assert.equal(reason.cause, failure, "the engine's failure is the cause");
+  }
+  assert.equal(signal.reason.key, 'outer');
+  assert.equal(lease.signal.reason.key, 'manual');
+  assert.deepEqual(lost, ['outer', 'held'], 'onLockLost of every lock the callback held');
+  assert.equal(unrenewed.signal.aborted, false);
   finishWork();
 });

@@ -266,14 +266,15 @@ function createApi(binding, options) {
 
     /**
      * The engine failed (a caught panic, a wasm trap) where no caller could be told: its
-     * state is unknown, so it is treated as dead. Its timer stops, its executions
-     * reject, and later executions on it reject at once.
+     * state is unknown, so it is treated as dead. Its timer stops, so nothing renews a
+     * lease any more: running callbacks and auto-renewed leases are told as for a loss.
+     * Its executions reject, and later executions on it reject at once.
      */
     die(failure) {
       this.dead = failure;
       if (this.timer !== undefined) clearTimeout(this.timer);
       this.timer = undefined;
-      for (const rec of [...this.execs.values()]) rec.fail(failure);
+      for (const rec of [...this.execs.values()]) rec.retire(failure);
       this.execs.clear();
     }
 
@@ -755,6 +756,11 @@ function createApi(binding, options) {
     text[2 * layer + 1] = owner;
   }
 
+  /** The abort reason for a lease on `key` that a retired engine no longer renews. */
+  function unrenewed(key, failure) {
+    return new LockLostError(key, `lease on lock '${key}' is no longer renewed: its engine failed`, { cause: failure });
+  }
+
   /** The error a `settled` effect with outcome `error` stands for. */
   function errorOf(fx, host, callerSignal, causes) {
     switch (fx.code) {
@@ -824,7 +830,11 @@ function createApi(binding, options) {
       this.keys = keys;
       this.abortReason = undefined;
       this.lostLayer = -1;
+      // Each lock lost while the callback ran is told once (`lost`).
+      this.lostLayers = undefined;
       this.running = false;
+      // The callback has settled: a lock lost later has no one left to tell.
+      this.finished = false;
       this.value = undefined;
       this.error = undefined;
       this.resolve = undefined;
@@ -882,6 +892,7 @@ function createApi(binding, options) {
 
     finish(ok, valueOrError) {
       const host = this.host;
+      this.finished = true;
       if (ok) this.value = valueOrError;
       else this.error = valueOrError;
       let word;
@@ -932,10 +943,11 @@ function createApi(binding, options) {
       return new LockLostError(key, undefined, { cause });
     }
 
-    lost(layer) {
+    lost(layer, reason = new LockLostError(this.keys[layer])) {
       if (this.lostLayer < 0) this.lostLayer = layer;
+      (this.lostLayers ??= [])[layer] = true;
       const key = this.keys[layer];
-      this.context.abort(new LockLostError(key));
+      this.context.abort(reason);
       const onLockLost = this.locks[layer].onLockLost;
       if (onLockLost) {
         try {
@@ -966,6 +978,16 @@ function createApi(binding, options) {
 
     fail(error) {
       return this.done(false, error);
+    }
+
+    /** The engine was retired (`die`): a running callback loses every lock it still held. */
+    retire(failure) {
+      if (this.running && !this.finished) {
+        for (let layer = 0; layer < this.locks.length; layer++) {
+          if (!this.lostLayers?.[layer]) this.lost(layer, unrenewed(this.keys[layer], failure));
+        }
+      }
+      this.fail(failure);
     }
 
     done(ok, valueOrError) {
@@ -1213,11 +1235,12 @@ function createApi(binding, options) {
   }
 
   class LeaseExecution {
-    constructor(host, id, key, callerSignal) {
+    constructor(host, id, key, callerSignal, autoRenew) {
       this.host = host;
       this.id = id;
       this.key = key;
       this.callerSignal = callerSignal;
+      this.autoRenew = autoRenew;
       this.onCallerAbort = undefined;
       this.running = false;
       this.released = undefined;
@@ -1260,9 +1283,13 @@ function createApi(binding, options) {
     }
 
     lost() {
+      this.abortWith(new LockLostError(this.key));
+    }
+
+    abortWith(reason) {
       if (this.abortReason !== undefined) return;
-      this.abortReason = new LockLostError(this.key);
-      this.controller?.abort(this.abortReason);
+      this.abortReason = reason;
+      this.controller?.abort(reason);
     }
 
     settled(fx) {
@@ -1337,6 +1364,15 @@ function createApi(binding, options) {
       for (const resolve of this.extends.splice(0)) resolve(false);
     }
 
+    /**
+     * The engine was retired (`die`): an auto-renewed lease held by hand is renewed no
+     * more, so it is lost. A lease without renewals stands until its ttl, as before.
+     */
+    retire(failure) {
+      if (this.running && this.autoRenew && !this.released) this.abortWith(unrenewed(this.key, failure));
+      this.fail(failure);
+    }
+
     event() {}
   }
   LeaseExecution.prototype.keepLockText = keepLockText;
@@ -1372,7 +1408,7 @@ function createApi(binding, options) {
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);
       const id = host.newExecId();
-      const rec = new LeaseExecution(host, id, key, signal);
+      const rec = new LeaseExecution(host, id, key, signal, autoRenew);
       rec.store = store; // held while the lease lives: the host holds stores weakly
       rec.resolve = resolve;
       rec.reject = reject;
