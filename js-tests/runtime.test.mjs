@@ -372,5 +372,11 @@ test('an engine retired while callbacks hold locks aborts their signals: their l
   assert.equal(lease.signal.reason.key, 'manual');
   assert.deepEqual(lost, ['outer', 'held'], 'onLockLost of every lock the callback held');
   assert.equal(unrenewed.signal.aborted, false);
+  // The retired engine answers nothing more: the leases' release() and extend() answer
+  // false at once instead of waiting forever.
+  for (const held of [lease, unrenewed]) {
+    assert.equal(await held.extend(), false);
+    assert.equal(await held.release(), false);
+  }
   finishWork();
 });

@@ -1301,9 +1301,14 @@ function createApi(binding, options) {
       }
       this.host.execs.delete(this.id);
       // Lost or lapsed before release() was called: the engine wound the lease down on
-      // its own, and release() answers false from now on.
-      if (this.released === undefined) this.released = { promise: Promise.resolve(false), resolve() {} };
+      // its own.
+      if (this.released === undefined) this.over();
       else this.released.resolve(fx.outcome === 'value');
+    }
+
+    /** The lease is over without a release() of its holder: release() and extend() answer false from now on. */
+    over() {
+      this.released ??= { promise: Promise.resolve(false), resolve() {} };
     }
 
     release() {
@@ -1361,6 +1366,7 @@ function createApi(binding, options) {
       this.detachCaller();
       if (!this.running) this.reject(error);
       else this.released?.resolve(false);
+      this.over();
       for (const resolve of this.extends.splice(0)) resolve(false);
     }
 
