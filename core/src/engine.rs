@@ -1737,7 +1737,10 @@ impl Engine {
     fn next_request_id(&mut self) -> u32 {
         loop {
             self.next_request = self.next_request.wrapping_add(1);
-            if !self.requests.contains_key(&self.next_request) {
+            // 0 stands for "no request" where effects cite the one whose thrown error is a
+            // cause: skipped when the counter wraps (after 2^32 store calls, days of a
+            // busy process).
+            if self.next_request != 0 && !self.requests.contains_key(&self.next_request) {
                 return self.next_request;
             }
         }
@@ -1794,4 +1797,17 @@ fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {
         .get(&t.exec)
         .and_then(|e| e.layers.get(t.layer as usize))
         .is_some_and(|l| l.timer_generation == t.generation && l.timer_at.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_skip_zero_when_the_counter_wraps() {
+        let mut e = Engine::with_fake_clock(0, [1; 32]);
+        e.next_request = u32::MAX - 1;
+        assert_eq!(e.next_request_id(), u32::MAX);
+        assert_eq!(e.next_request_id(), 1);
+    }
 }
