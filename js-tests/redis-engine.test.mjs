@@ -636,3 +636,103 @@ describe('Redis Cluster, 3 masters', () => {
   });
 
 });
+
+// ---------------------------------------------------------------------------------
+// Audit (audit-redis): findings proved against a real server
+// ---------------------------------------------------------------------------------
+
+describe('audit: an ioredis client with a keyPrefix', () => {
+  // ioredis prepends `keyPrefix` to the KEYS of EVAL/EVALSHA, so the scripts PUBLISH on
+  // and name `app:<prefix>:{k}...`, while the store subscribes (channels are not
+  // prefixed by ioredis) and compares lease names without it.
+  const connectPrefixed = async () => {
+    const c = new Redis({ host: '127.0.0.1', port: server.port, keyPrefix: 'app:', lazyConnect: true, retryStrategy: () => 50 });
+    c.on('error', noop);
+    clients.push([KINDS[0], c]);
+    await c.connect();
+    return c;
+  };
+
+  test('keyPrefix: a release wakes a waiter whose next poll is far away, within 100 ms', async (t) => {
+    const r = await handover(KINDS[0], { announce: true, connect: connectPrefixed, prefix: 'kp-handover' });
+    t.diagnostic(`keyPrefix: A settled -> B running in ${r.gap.toFixed(1)} ms after ${r.tries} tries`);
+    assert.ok(r.gap < 100, `B ran ${r.gap.toFixed(1)} ms after A settled`);
+    assert.equal(r.tries, 6, 'no try after the release: the release granted the lease');
+  });
+
+  test('keyPrefix: a lease handed to a waiter that gave up is released by its store and passes on', async () => {
+    const key = uniqueKey('kp-gave-up');
+    const prefix = 'kp-gave-up';
+    const storeA = newStore({ client: await connectPrefixed(), prefix });
+    const storeB = newStore({ client: await connectPrefixed(), prefix });
+    const storeC = newStore({ client: await connectPrefixed(), prefix });
+    const holding = deferred();
+    const released = deferred();
+    const a = lock({ key, store: storeA, ttl: '30s' }).execute(async () => {
+      holding.resolve();
+      await released.promise;
+      return getLockToken();
+    });
+    await within(2000, 'A holds the key', holding.promise);
+    const b = lock({ key, store: storeB, ttl: '30s', wait: 150 }).execute(() => 'B ran');
+    await assert.rejects(within(2000, 'B gives up', b), { code: 'LOCK_NOT_ACQUIRED' });
+    assert.equal(await call(server.port, ['LLEN', `app:${prefix}:{${key}}:queue`]), 1, "B's owner is still queued in Redis");
+    released.resolve();
+    await within(2000, 'A settled', a);
+    await waitFor('the key to be free again', async () => !(await storeC.isLocked(key)), { timeoutMs: 2000, intervalMs: 5 });
+  });
+});
+
+describe('audit: a grant whose message overtakes the answer to the try that queued its owner', () => {
+  // The engine (`granted`, age unknown) is built to take such a grant: the owner's try is
+  // still in flight. But the engine watches a key (store.subscribe) only once a try has
+  // answered "held", and the store offers a grant only to the key's listeners: a grant
+  // that comes first finds none, is released as unclaimed, and the next owner in the
+  // Redis queue is served before the one that was queued (and granted) first.
+  test('the owner queued first still runs first when its grant arrives before its try is answered', async () => {
+    const key = uniqueKey('overtaken');
+    const prefix = 'overtaken';
+    const { createHash } = await import('node:crypto');
+    const scripts = RedisLockStore[Symbol.for('leasehold.redis.scripts')];
+    const acquireSha = createHash('sha1').update(scripts.ACQUIRE).digest('hex');
+    const storeQ = newStore({ client: await newClient(KINDS[0], server.port), prefix, handOffAfter: 0 });
+    // W's client: the answers to its acquires take 300 ms to come back (a slow link, or
+    // a busy event loop that reads the subscriber's socket first).
+    const wClient = await newClient(KINDS[0], server.port);
+    const evalsha = wClient.evalsha.bind(wClient);
+    wClient.evalsha = async (sha, ...rest) => {
+      const reply = await evalsha(sha, ...rest);
+      if (sha === acquireSha) await sleep(300);
+      return reply;
+    };
+    const storeW = newStore({ client: wClient, prefix });
+    const storeX = newStore({ client: await newClient(KINDS[0], server.port), prefix });
+    // Both waiting stores already listen on their grant channels (they waited before).
+    storeW.subscribe('warm-up', noop);
+    storeX.subscribe('warm-up', noop);
+    await waitFor('both grant channels', async () => (await call(server.port, ['PUBSUB', 'CHANNELS', `${prefix}:grants:*`])).length === 2, { timeoutMs: 2000 });
+    assert.ok(await storeQ.acquire('warm-up', 'warm', 1000), 'the scripts are cached on the server');
+
+    const holding = deferred();
+    const released = deferred();
+    const q = lock({ key, store: storeQ, ttl: '30s' }).execute(async () => {
+      holding.resolve();
+      await released.promise;
+    });
+    await within(2000, 'Q holds the key', holding.promise);
+    const order = [];
+    const queue = `${prefix}:{${key}}:queue`;
+    const w = lock({ key, store: storeW, ttl: '30s', wait: '10s' }).execute(() => {
+      order.push('W');
+    });
+    await waitFor('W queued in Redis', async () => (await call(server.port, ['LLEN', queue])) === 1, { timeoutMs: 2000, intervalMs: 2 });
+    const x = lock({ key, store: storeX, ttl: '30s', wait: '10s' }).execute(() => {
+      order.push('X');
+    });
+    await waitFor('X queued behind W', async () => (await call(server.port, ['LLEN', queue])) === 2, { timeoutMs: 2000, intervalMs: 2 });
+    released.resolve();
+    await within(2000, 'Q settled', q);
+    await within(5000, 'W and X ran', Promise.all([w, x]));
+    assert.deepEqual(order, ['W', 'X'], 'served in the order they were queued (W was handed the lease first)');
+  });
+});
