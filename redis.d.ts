@@ -9,6 +9,8 @@ export interface IORedisLikeClient {
   pttl(key: string): Promise<number>;
   /** Used once, on the first `subscribe`, to open the store's subscriber connection. */
   duplicate?(): IORedisLikeSubscriber;
+  /** ioredis prepends `keyPrefix` to keys, not to channels: the store adds it to the channels it subscribes. */
+  readonly options?: { readonly keyPrefix?: string };
 }
 
 /** What the store needs from an ioredis duplicate to receive release announcements. */
@@ -57,7 +59,8 @@ export interface RedisLockStoreOptions {
    */
   client: RedisLikeClient;
   /**
-   * Prefix of every Redis name the store writes. Non-empty, without `{` or `}`.
+   * Prefix of every Redis name the store writes (after an ioredis client's `keyPrefix`).
+   * Non-empty, without `{` or `}`.
    * @default 'lock'
    */
   prefix?: string;
@@ -83,7 +86,9 @@ export interface RedisLockStoreOptions {
  *   `${prefix}:{enc(k)}:token` (last token, expires max(10 × ttl, 60 s) after the last
  *   acquire) and announced on the channel `${prefix}:{enc(k)}:released`, where `enc`
  *   percent-encodes `%`, `{`, `}` and lone surrogates: one hash slot per key, no two
- *   keys sharing a name.
+ *   keys sharing a name. An ioredis client's `keyPrefix` comes first in each of these
+ *   names, the channel included: `prefix: 'p'` on a client with `keyPrefix: 'app:'`
+ *   shares its locks with `prefix: 'app:p'` on a client without one.
  * - Grant on release: an `acquire` with `{ queue: true }` that finds the key held queues
  *   its owner (`${prefix}:{enc(k)}:queue` / `:waiters`, entries kept 3 s unless the owner
  *   asks again). `release` hands the lease to the first queued owner still waiting (new

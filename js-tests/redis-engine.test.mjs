@@ -307,10 +307,13 @@ describe('Redis restarts without persistence while a lease is held', () => {
  * `connect()` opens a client (standalone by default); `beforeRelease(key)` runs just
  * before A releases.
  */
-async function handover(kind, { announce, connect = () => newClient(kind, server.port), prefix = 'handover', beforeRelease }) {
+async function handover(
+  kind,
+  { announce, connect = () => newClient(kind, server.port), prefix = 'handover', connectB = connect, prefixB = prefix, beforeRelease },
+) {
   const key = uniqueKey(`handover-${kind.name}`);
   const storeA = newStore({ client: await connect(), prefix });
-  const realB = newStore({ client: await connect(), prefix });
+  const realB = newStore({ client: await connectB(), prefix: prefixB });
   const calls = spyOnAcquire(realB);
   // Without `subscribe` the engine can only poll.
   const storeB = announce
@@ -638,13 +641,13 @@ describe('Redis Cluster, 3 masters', () => {
 });
 
 // ---------------------------------------------------------------------------------
-// Audit (audit-redis): findings proved against a real server
+// ioredis keyPrefix
 // ---------------------------------------------------------------------------------
 
-describe('audit: an ioredis client with a keyPrefix', () => {
+describe('an ioredis client with a keyPrefix', () => {
   // ioredis prepends `keyPrefix` to the KEYS of EVAL/EVALSHA, so the scripts PUBLISH on
-  // and name `app:<prefix>:{k}...`, while the store subscribes (channels are not
-  // prefixed by ioredis) and compares lease names without it.
+  // and name `app:<prefix>:{k}...`; channels are not prefixed by ioredis, so the store
+  // subscribes with the prefix added, and strips it from the lease a grant names.
   const connectPrefixed = async () => {
     const c = new Redis({ host: '127.0.0.1', port: server.port, keyPrefix: 'app:', lazyConnect: true, retryStrategy: () => 50 });
     c.on('error', noop);
@@ -680,6 +683,57 @@ describe('audit: an ioredis client with a keyPrefix', () => {
     released.resolve();
     await within(2000, 'A settled', a);
     await waitFor('the key to be free again', async () => !(await storeC.isLocked(key)), { timeoutMs: 2000, intervalMs: 5 });
+  });
+
+  // `prefix: 'kp-shared'` on a client with keyPrefix 'app:' and `prefix: 'app:kp-shared'`
+  // on a plain client name the same Redis keys: they are one lock.
+  const connectPlain = () => newClient(KINDS[0], server.port);
+
+  test('keyPrefix: a store on it and one on a plain client whose prefix includes it see the same leases', async () => {
+    const key = uniqueKey('kp-shared');
+    const prefixed = newStore({ client: await connectPrefixed(), prefix: 'kp-shared' });
+    const plain = newStore({ client: await connectPlain(), prefix: 'app:kp-shared' });
+    const token = (await prefixed.acquire(key, 'p', 5000))?.fencingToken;
+    assert.ok(token > 0);
+    assert.equal(await call(server.port, ['GET', `app:kp-shared:{${key}}`]), 'p');
+    for (const store of [prefixed, plain]) {
+      assert.equal(await store.isLocked(key), true);
+      const left = await store.ttl(key);
+      assert.ok(left > 0 && left <= 5000, `ttl ${left}`);
+    }
+    assert.equal(await plain.acquire(key, 'n', 5000), undefined, 'held, through either store');
+    assert.equal(await plain.renew(key, 'p', 5000), true);
+    assert.equal(await plain.release(key, 'p'), true);
+    assert.equal(await prefixed.isLocked(key), false);
+    assert.equal(await prefixed.ttl(key), undefined);
+    assert.ok((await plain.acquire(key, 'n', 5000)).fencingToken > token, 'one token sequence');
+    assert.equal(await prefixed.release(key, 'n'), true);
+  });
+
+  test('keyPrefix: a release announced through one is heard through the other, both ways', async () => {
+    const prefixed = newStore({ client: await connectPrefixed(), prefix: 'kp-shared' });
+    const plain = newStore({ client: await connectPlain(), prefix: 'app:kp-shared' });
+    for (const [listening, releasing] of [[prefixed, plain], [plain, prefixed]]) {
+      const key = uniqueKey('kp-announce');
+      const channel = `app:kp-shared:{${key}}:released`;
+      const heard = deferred();
+      const stop = listening.subscribe(key, () => heard.resolve());
+      await waitFor('the channel subscribed', async () => (await call(server.port, ['PUBSUB', 'NUMSUB', channel]))[1] >= 1, { timeoutMs: 2000, intervalMs: 5 });
+      assert.ok(await releasing.acquire(key, 'o', 5000));
+      assert.equal(await releasing.release(key, 'o'), true);
+      await within(2000, 'the release announced', heard.promise);
+      stop();
+    }
+  });
+
+  test('keyPrefix: a release through a plain client hands the lease to a waiter on a prefixed one, and back', async (t) => {
+    const there = await handover(KINDS[0], { announce: true, connect: connectPlain, prefix: 'app:kp-shared', connectB: connectPrefixed, prefixB: 'kp-shared' });
+    const back = await handover(KINDS[0], { announce: true, connect: connectPrefixed, prefix: 'kp-shared', connectB: connectPlain, prefixB: 'app:kp-shared' });
+    t.diagnostic(`plain -> prefixed in ${there.gap.toFixed(1)} ms; prefixed -> plain in ${back.gap.toFixed(1)} ms`);
+    for (const r of [there, back]) {
+      assert.ok(r.gap < 100, `B ran ${r.gap.toFixed(1)} ms after A settled`);
+      assert.equal(r.tries, 6, 'no try after the release: the release granted the lease');
+    }
   });
 });
 

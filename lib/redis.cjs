@@ -34,6 +34,11 @@
  *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released and
  *                                            nobody queued takes it over
  * and each store has a channel of its own, `${prefix}:grants:<random id>`, for grants.
+ * An ioredis client's `keyPrefix` comes first in each of a key's names, its channel
+ * included: a store with prefix `p` on a client with keyPrefix `app:` shares leases,
+ * queues and announcements with a store with prefix `app:p` on a client without one.
+ * The grant channel goes to the scripts as an argument, not a key, so it is used as it
+ * is, without the keyPrefix.
  * Redis Cluster hashes only the text between the first `{` and the next `}`. The prefix
  * may not contain braces, and `enc` percent-encodes `%`, `{` and `}` (as `%25`, `%7B`,
  * `%7D`), so the user's text can never close the tag early nor open it elsewhere, and
@@ -322,11 +327,17 @@ function isNoScript(err) {
   return err != null && typeof err.message === 'string' && /\bNOSCRIPT\b/.test(err.message);
 }
 
-/** ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. */
+/**
+ * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. Its
+ * `keyPrefix` option is prepended to every key the client sends (the KEYS of a script
+ * and PTTL's key), not to channel names; a Cluster copies `redisOptions.keyPrefix` to
+ * its own `options.keyPrefix`.
+ */
 function ioredisAdapter(client) {
   return {
     kind: 'ioredis',
     isCluster: client.isCluster === true,
+    keyPrefix: String(client.options?.keyPrefix ?? ''),
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
@@ -356,6 +367,7 @@ function nodeRedisAdapter(client) {
   return {
     kind: 'node-redis',
     isCluster: typeof client.getMasters === 'function',
+    keyPrefix: '',
     evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
@@ -561,7 +573,10 @@ class RedisLockStore {
   #names(key) {
     if (key === this.#lastKey) return this.#lastNames;
     const lease = `${this.#prefix}:{${encodeKey(key)}}`;
-    const names = { lease, keys: Object.freeze(this.#keysOfLease(lease)), channel: `${lease}:released` };
+    // Releases are announced on the script's KEYS[1] + ':released', and the client adds
+    // its keyPrefix to KEYS but not to the channels it subscribes.
+    const channel = `${this.#redis.keyPrefix}${lease}:released`;
+    const names = { lease, keys: Object.freeze(this.#keysOfLease(lease)), channel };
     this.#lastKey = key;
     this.#lastNames = names;
     return names;
@@ -723,10 +738,10 @@ class RedisLockStore {
 
   /**
    * Calls `onReleased()` when a lease on `key` is released to nobody through any
-   * RedisLockStore with the same prefix on the same Redis, and `onReleased(grant)`
-   * (`{ owner, fencingToken, age }`) when a release handed it to an owner this store
-   * queued: the listener returns true to claim it; a grant no listener claims is
-   * released. Returns a function that removes the listener (idempotent).
+   * RedisLockStore that uses the same Redis names (see Keys above), and
+   * `onReleased(grant)` (`{ owner, fencingToken, age }`) when a release handed it to an
+   * owner this store queued: the listener returns true to claim it; a grant no listener
+   * claims is released. Returns a function that removes the listener (idempotent).
    *
    * Best effort: the subscription becomes active a round trip after this returns, and
    * a message can be lost (reconnects, a subscriber connection that cannot be opened);
@@ -773,17 +788,21 @@ class RedisLockStore {
     let rest = message.slice(head[0].length);
     // The owner's length is in bytes: cut by bytes when the text is not ASCII.
     let owner;
-    let lease;
+    let name;
     const length = Number(head[2]);
     if (Buffer.byteLength(rest) === rest.length) {
       owner = rest.slice(0, length);
-      lease = rest.slice(length);
+      name = rest.slice(length);
     } else {
       rest = Buffer.from(rest);
       owner = rest.subarray(0, length).toString();
-      lease = rest.subarray(length).toString();
+      name = rest.subarray(length).toString();
     }
-    const channel = `${lease}:released`;
+    // The message names the lease as Redis stores it, with the client's key prefix (the
+    // waiters entry it was granted from was written through this client): the store's
+    // own name for it is without, as the client adds the prefix to the keys it sends.
+    const channel = `${name}:released`;
+    const lease = name.slice(this.#redis.keyPrefix.length);
     const queued = this.#queued.get(owner);
     // The grant came after the try that queued the owner reached Redis, so no earlier
     // than that try was sent: on this process's clock alone, at most this long ago. An
