@@ -95,8 +95,9 @@ export interface RedisLockStoreOptions {
  *   token, its own ttl) and tells its store on that store's channel
  *   `${prefix}:grants:<random>`; the store offers the grant to its `subscribe` listeners
  *   and releases it when none claims it (unless its answer to that owner's own try has
- *   already handed over the same lease). Without a live queued owner the lease is deleted
- *   and the release announced on `${prefix}:{enc(k)}:released`.
+ *   already handed over the same lease, or that try is still unanswered: it then answers
+ *   with the grant, or releases it if it fails). Without a live queued owner the lease is
+ *   deleted and the release announced on `${prefix}:{enc(k)}:released`.
  * - Redis and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
  * - Invalid arguments: `TypeError` (wrong type, empty string) or `RangeError`
@@ -141,8 +142,9 @@ export declare class RedisLockStore {
    * expires), and `onReleased(grant)` when a release handed it to an owner this store
    * queued; a listener claims a grant by returning true, and a grant no listener claims
    * is released, unless this store's answer to that owner's try has already handed the
-   * same lease over. Best effort: active about one round trip after the call; messages can
-   * be lost, so keep polling. Never throws for Redis reasons; a no-op after `close()`.
+   * same lease over, or a try of that owner on `key` is still unanswered (it answers
+   * with the grant). Best effort: active about one round trip after the call; messages
+   * can be lost, so keep polling. Never throws for Redis reasons; a no-op after `close()`.
    * @returns a function that removes this listener (idempotent).
    */
   subscribe(

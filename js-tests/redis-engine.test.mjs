@@ -737,27 +737,32 @@ describe('an ioredis client with a keyPrefix', () => {
   });
 });
 
-describe('audit: a grant whose message overtakes the answer to the try that queued its owner', () => {
-  // The engine (`granted`, age unknown) is built to take such a grant: the owner's try is
-  // still in flight. But the engine watches a key (store.subscribe) only once a try has
-  // answered "held", and the store offers a grant only to the key's listeners: a grant
-  // that comes first finds none, is released as unclaimed, and the next owner in the
-  // Redis queue is served before the one that was queued (and granted) first.
-  test('the owner queued first still runs first when its grant arrives before its try is answered', async () => {
-    const key = uniqueKey('overtaken');
-    const prefix = 'overtaken';
+describe('a grant whose message overtakes the answer to the try that queued its owner', () => {
+  // The engine watches a key (store.subscribe) only once a try has answered "held": a
+  // grant that comes before that answer finds no listener. The store keeps it for the
+  // try, which answers with it; had it been released as unclaimed, the next owner in the
+  // Redis queue would be served before the one queued (and granted) first.
+
+  /**
+   * Q holds a key; W is queued first, X behind it; Q releases, handing the lease to W
+   * while W's first try is still unanswered: W's client passes every acquire answer
+   * through `late` 300 ms after Redis gave it (a slow link, or a busy event loop that
+   * reads the subscriber's socket first). Returns the executions and the order in which
+   * W and X ran.
+   */
+  async function grantBeforeAnswer(prefix, late) {
+    const key = uniqueKey(prefix);
     const { createHash } = await import('node:crypto');
     const scripts = RedisLockStore[Symbol.for('leasehold.redis.scripts')];
     const acquireSha = createHash('sha1').update(scripts.ACQUIRE).digest('hex');
     const storeQ = newStore({ client: await newClient(KINDS[0], server.port), prefix, handOffAfter: 0 });
-    // W's client: the answers to its acquires take 300 ms to come back (a slow link, or
-    // a busy event loop that reads the subscriber's socket first).
     const wClient = await newClient(KINDS[0], server.port);
     const evalsha = wClient.evalsha.bind(wClient);
     wClient.evalsha = async (sha, ...rest) => {
       const reply = await evalsha(sha, ...rest);
-      if (sha === acquireSha) await sleep(300);
-      return reply;
+      if (sha !== acquireSha) return reply;
+      await sleep(300);
+      return late(reply);
     };
     const storeW = newStore({ client: wClient, prefix });
     const storeX = newStore({ client: await newClient(KINDS[0], server.port), prefix });
@@ -786,7 +791,23 @@ describe('audit: a grant whose message overtakes the answer to the try that queu
     await waitFor('X queued behind W', async () => (await call(server.port, ['LLEN', queue])) === 2, { timeoutMs: 2000, intervalMs: 2 });
     released.resolve();
     await within(2000, 'Q settled', q);
+    return { key, storeX, w, x, order };
+  }
+
+  test('the owner queued first still runs first when its grant arrives before its try is answered', async () => {
+    const { w, x, order } = await grantBeforeAnswer('overtaken', (reply) => reply);
     await within(5000, 'W and X ran', Promise.all([w, x]));
     assert.deepEqual(order, ['W', 'X'], 'served in the order they were queued (W was handed the lease first)');
+  });
+
+  test('a grant kept for a try that then fails is released, and passes to the next owner', async () => {
+    const { key, storeX, w, x, order } = await grantBeforeAnswer('overtaken-failed', () => {
+      throw new Error('the answer was lost');
+    });
+    await assert.rejects(within(2000, 'W failed', w), { code: 'LOCK_STORE_FAILED' });
+    // Kept and never released, W's lease would hold the key for its 30 s ttl.
+    await within(2000, 'X ran', x);
+    assert.deepEqual(order, ['X']);
+    assert.equal(await storeX.isLocked(key), false);
   });
 });

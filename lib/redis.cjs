@@ -511,6 +511,11 @@ class RedisLockStore {
   // the lease already handed to it and was answered with it; the engine then holds the
   // lease and no longer listens for it: no release then.
   #answered = new Map();
+  // Tries that may queue their owner, still unanswered: owner -> lease name; and the
+  // grants that reached this store before such a try's answer, unclaimed: owner ->
+  // fencing token (see #queueingTry).
+  #queueingTries = new Map();
+  #keptGrants = new Map();
   #grantsWanted = false;
   #grantsListening = false;
   // Channels left without listeners: when (performance.now()), and the timer that
@@ -633,7 +638,7 @@ class RedisLockStore {
     const args = queue
       ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
       : [owner, String(ttlMs), waits ? '1' : '0'];
-    const reply = await this.#run(ACQUIRE, this.#keys(key), args);
+    const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
       if (queue) this.#rememberQueued(owner, key, sentAt);
       return undefined;
@@ -642,6 +647,32 @@ class RedisLockStore {
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#queued.delete(owner)) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
+  }
+
+  /**
+   * ACQUIRE for a try that may queue its owner. The grant of a release can reach this
+   * store (on the subscriber connection) before the try's answer; `#onGrant` then keeps
+   * it, and a "held" answer becomes the kept grant's token: the engine counts the lease
+   * from when this try was sent, which is before the grant. A lease in the answer is
+   * that same grant, found by a try that ran after it. A try that fails releases the
+   * kept grant, as one nobody claims is released.
+   */
+  async #queueingTry(key, owner, args) {
+    const lease = this.#leaseKey(key);
+    this.#queueingTries.set(owner, lease);
+    let reply;
+    try {
+      reply = await this.#run(ACQUIRE, this.#keys(key), args);
+    } catch (err) {
+      this.#queueingTries.delete(owner);
+      if (this.#keptGrants.delete(owner)) this.#releaseUnclaimed(lease, owner);
+      throw err;
+    }
+    this.#queueingTries.delete(owner);
+    const kept = this.#keptGrants.get(owner);
+    if (kept === undefined) return reply;
+    this.#keptGrants.delete(owner);
+    return reply ?? kept;
   }
 
   /** Resets the lease to `ttlMs` from now if it is `owner`'s; `false` when it is not. */
@@ -820,14 +851,25 @@ class RedisLockStore {
     // to the owner's own try has handed over already (the try found the lease granted
     // and answered with it, before this message came): its holder runs under it.
     const handedOver = this.#answered.get(owner)?.fencingToken === fencingToken;
-    if (!this.#listeners.offer(channel, { owner, fencingToken, age }) && !handedOver) {
-      this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner)).then(
-        (reply) => {
-          if (Number(reply) === 2) this.#wakeLease(lease);
-        },
-        noop,
-      );
+    if (this.#listeners.offer(channel, { owner, fencingToken, age }) || handedOver) return;
+    // Nor one that overtook the answer to the try that queued its owner: the engine
+    // listens on the key only once a try has answered "held", so no listener was there
+    // to claim it. The try answers with it (see #queueingTry).
+    if (this.#queueingTries.get(owner) === lease) {
+      this.#keptGrants.set(owner, fencingToken);
+      return;
     }
+    this.#releaseUnclaimed(lease, owner);
+  }
+
+  /** Releases a lease granted to `owner` that no waiter takes, so that it passes on. */
+  #releaseUnclaimed(lease, owner) {
+    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner)).then(
+      (reply) => {
+        if (Number(reply) === 2) this.#wakeLease(lease);
+      },
+      noop,
+    );
   }
 
   /**
