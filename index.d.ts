@@ -217,7 +217,10 @@ export interface AcquireLockOptions {
   signal?: AbortSignal;
   /** Renew every ttl/3 until released; the handle's signal aborts on loss. Default false. */
   autoRenew?: boolean;
-  /** The clock for stores that are not a `MemoryLockStore` (which brings its own). */
+  /**
+   * The clock for stores that are not a `MemoryLockStore`. A `MemoryLockStore` brings its
+   * own: another one here is a `TypeError`.
+   */
   timeProvider?: FakeTimeProvider;
 }
 

@@ -155,6 +155,11 @@ describe('acquireLock', () => {
     await assert.rejects(acquireLock(store, 'k', 'x'), (e) => e instanceof TypeError && /ttl/.test(e.message));
     await assert.rejects(acquireLock(store, 'k', 1000, { autoRenew: 'yes' }), /autoRenew/);
     await assert.rejects(acquireLock(store, 'k', 1000, { wait: -1 }), RangeError);
+    // A memory store's leases run on its own clock; another clock would silently not count.
+    const clock = new FakeTimeProvider();
+    await assert.rejects(acquireLock(store, 'k', 1000, { timeProvider: clock }), (e) => e instanceof TypeError && /timeProvider/.test(e.message));
+    const onClock = new MemoryLockStore({ timeProvider: clock });
+    assert.ok(await acquireLock(onClock, 'k', 1000, { timeProvider: clock }));
   });
 });
 

@@ -1410,6 +1410,10 @@ function createApi(binding, options) {
       }
       if (typeof autoRenew !== 'boolean') throw new TypeError(`autoRenew must be a boolean, got ${describe(autoRenew)}`);
       const host = store instanceof MemoryLockStore ? store[HOST] : hostOf(timeProvider, 'timeProvider');
+      // A memory store's leases run on its own clock: another one here would be ignored.
+      if (timeProvider !== undefined && hostOf(timeProvider, 'timeProvider') !== host) {
+        throw new TypeError("timeProvider must be the MemoryLockStore's own time provider (or left out): its leases run on the store's clock");
+      }
       if (host.dead) throw host.dead;
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);
