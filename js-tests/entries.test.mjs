@@ -69,3 +69,96 @@ test('each exports condition resolves to its entry; Node keeps the native-first 
   assert.equal(require.resolve('leasehold'), `${root}lib/index.cjs`);
   assert.equal(require.resolve('leasehold/node'), `${root}lib/index.cjs`);
 });
+
+/** Writes `files` into a fresh folder under js-tests/.tmp (inside the package, so 'leasehold' resolves to it). */
+function scratch(name, files) {
+  const dir = fileURLToPath(new URL(`./.tmp/${name}-${process.pid}/`, import.meta.url));
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [file, text] of Object.entries(files)) fs.writeFileSync(`${dir}${file}`, text);
+  return dir;
+}
+
+function tsc(args, cwd) {
+  return spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, ...args], { cwd, encoding: 'utf8', timeout: 120_000 });
+}
+
+const TSC_BASE = ['--strict', '--target', 'ES2022', '--lib', 'ES2022,DOM', '--types', 'node'];
+
+// The error classes are exported so that users can throw them (a custom store, a test
+// double) and match them; lib/errors.cjs takes (key, message?, options?) and, for
+// LockStoreError, (key, method, message?, options?). index.d.ts declares no constructor,
+// so TypeScript offers Error's (message?, options?): the real calls do not compile, and
+// `new LockLostError('lease gone')` compiles with the message landing in `key`.
+test('index.d.ts declares the error classes with the constructors lib/errors.cjs has', () => {
+  const dir = scratch('ctor-types', {
+    'errors.ts': [
+      "import { LockNotAcquiredError, LockLostError, LockStoreError } from 'leasehold';",
+      "const held = new LockNotAcquiredError('k', 'held by a test double');",
+      "const lost = new LockLostError('k', 'lost in a test', { cause: new Error('x') });",
+      "const failed = new LockStoreError('k', 'acquire', 'the store failed', { cause: new Error('down') });",
+      'export const keys: string[] = [held.key, lost.key, failed.key];',
+      '',
+    ].join('\n'),
+  });
+  const r = tsc([...TSC_BASE, '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--noEmit', 'errors.ts'], dir);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const { LockLostError, LockStoreError } = require('leasehold');
+  assert.equal(new LockLostError('k', 'lost in a test').key, 'k');
+  assert.equal(new LockStoreError('k', 'acquire', 'the store failed').method, 'acquire');
+});
+
+// index.d.ts ends with `export default api`, but `require('leasehold')` is the API object
+// itself, with no `default`: TypeScript compiling `import leasehold from 'leasehold'` to
+// CommonJS without esModuleInterop (`--esModuleInterop false`) reads `.default` and gets
+// undefined.
+test("the CommonJS entry has the default export index.d.ts declares", () => {
+  const dir = scratch('default-cjs', {
+    'main.ts': "import leasehold from 'leasehold';\nconsole.log(leasehold.engine);\n",
+  });
+  const compiled = tsc([...TSC_BASE, '--module', 'NodeNext', '--esModuleInterop', 'false', 'main.ts'], dir);
+  assert.equal(compiled.status, 0, compiled.stdout + compiled.stderr);
+  const run = spawnSync(process.execPath, [`${dir}main.js`], { cwd: dir, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /^(native|wasm)$/m);
+  assert.equal(require('leasehold').default, require('leasehold'));
+});
+
+// SPEC 3 and README: workerd needs `nodejs_compat` (or `nodejs_als`) *for getLockToken()
+// across await*; a Worker without the flag is a runtime without AsyncLocalStorage, like a
+// browser. But lib/workerd.mjs imports 'node:async_hooks' statically, so without the flag
+// the Worker does not load at all.
+test('the workerd entry loads in a Worker without nodejs_compat (no AsyncLocalStorage)', async () => {
+  const dir = scratch('workerd-no-compat', {
+    'worker.mjs': [
+      "import * as api from '../../../lib/workerd.mjs';",
+      'export default {',
+      '  async fetch() {',
+      "    const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'k' }).build();",
+      '    return new Response(await pipeline.execute((context) => `${api.engine} ${api.getLockToken(context)}`));',
+      '  },',
+      '};',
+      '',
+    ].join('\n'),
+  });
+  const { Miniflare } = await import('miniflare');
+  let mf;
+  try {
+    mf = new Miniflare({
+      modules: true,
+      scriptPath: `${dir}worker.mjs`,
+      modulesRoot: root,
+      modulesRules: [
+        { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
+        { type: 'CompiledWasm', include: ['**/*.wasm'] },
+      ],
+      compatibilityDate: '2025-09-01',
+      compatibilityFlags: [],
+    });
+    const response = await mf.dispatchFetch('http://entries.local/');
+    assert.equal(response.status, 200);
+    assert.match(await response.text(), /^wasm \d+$/);
+  } finally {
+    await mf?.dispose().catch(() => {});
+  }
+});

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore, acquireLock } from 'leasehold';
+import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore, acquireLock, getLockToken } from 'leasehold';
 
 const internals = api[Symbol.for('leasehold.internals')];
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -379,4 +379,23 @@ test('an engine retired while callbacks hold locks aborts their signals: their l
     assert.equal(await held.release(), false);
   }
   finishWork();
+});
+
+// SPEC 3: getLockToken() is "`undefined` outside any lock". With AsyncLocalStorage the
+// context follows every continuation created inside the callback, including a timer or a
+// detached promise that runs after the execution released its lock: that code still reads
+// the old token as if it held the lock (in a browser, the same code reads undefined).
+test('getLockToken() is undefined in a continuation that runs after its execution released the lock', async () => {
+  const clock = new FakeTimeProvider();
+  const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k' }).build();
+  let fire;
+  let later;
+  const token = await pipeline.execute(() => {
+    // Detached work, started under the lock, run after it (a timer or an event does the same).
+    later = new Promise((resolve) => (fire = resolve)).then(() => getLockToken());
+    return getLockToken();
+  });
+  assert.equal(typeof token, 'number');
+  fire();
+  assert.equal(await later, undefined, 'the lock was released before the continuation ran');
 });

@@ -234,3 +234,18 @@ describe('other entry points', () => {
     assertNames(() => getLockToken({}), TypeError, 'context');
   });
 });
+
+// index.d.ts: "Moving past `Number.MAX_SAFE_INTEGER` is a `RangeError`" -- nothing else.
+// The binding validates the step as a lease duration (duration::from_millis, capped at
+// 2^31 - 1 ms), so a test that moves its fake clock by a month is refused.
+test('FakeTimeProvider.advance takes a step longer than 2^31 - 1 ms (about 24.8 days)', async () => {
+  const clock = new FakeTimeProvider();
+  const store = new MemoryLockStore({ timeProvider: clock });
+  assert.ok(await store.acquire('k', 'first', 1000));
+  const month = 30 * 24 * 60 * 60 * 1000;
+  clock.advance(month);
+  assert.equal(clock.now(), month);
+  assert.ok(await store.acquire('k', 'second', 1000), 'the first lease expired during the step');
+  clock.advance(2 ** 31);
+  assert.equal(clock.now(), month + 2 ** 31);
+});
