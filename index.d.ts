@@ -172,6 +172,7 @@ export declare class ResiliencePipelineBuilder {
 
 /** The lock stayed held for longer than `wait`; the callback never ran. */
 export declare class LockNotAcquiredError extends Error {
+  constructor(key: string, message?: string, options?: ErrorOptions);
   readonly code: 'LOCK_NOT_ACQUIRED';
   readonly key: string;
   readonly httpStatus: 409;
@@ -179,12 +180,14 @@ export declare class LockNotAcquiredError extends Error {
 
 /** The lease was lost while the callback ran (also the abort reason of its signal). */
 export declare class LockLostError extends Error {
+  constructor(key: string, message?: string, options?: ErrorOptions);
   readonly code: 'LOCK_LOST';
   readonly key: string;
 }
 
 /** The store failed; `cause` is what it threw. */
 export declare class LockStoreError extends Error {
+  constructor(key: string, method: 'acquire' | 'renew' | 'release', message?: string, options?: ErrorOptions);
   readonly code: 'LOCK_STORE_FAILED';
   readonly key: string;
   readonly method: 'acquire' | 'renew' | 'release';

@@ -89,6 +89,13 @@ async function main(): Promise<void> {
     const method: 'acquire' | 'renew' | 'release' = err.method;
     void method;
   }
+  // A custom store or a test double throws the same classes.
+  const thrown: Error[] = [
+    new LockNotAcquiredError('k'),
+    new LockLostError('k', 'lost in a test', { cause: err }),
+    new LockStoreError('k', 'acquire', 'the store failed', { cause: err }),
+  ];
+  void thrown;
   const store = new MemoryLockStore();
   const size: number = store.size;
   const released: boolean = await store.release('k', 'o');
