@@ -24,3 +24,7 @@ function pickEngine() {
 
 const { engine, binding } = pickEngine();
 module.exports = createApi(binding, { engine, AsyncLocalStorage });
+// `import leasehold from 'leasehold'` compiled to CommonJS without esModuleInterop reads
+// `.default` (index.d.ts declares a default export). Not enumerable: the names a
+// `require` lists stay the API's own.
+Object.defineProperty(module.exports, 'default', { value: module.exports });
