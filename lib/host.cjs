@@ -666,7 +666,14 @@ function createApi(binding, options) {
       if (now + whole + fraction > Number.MAX_SAFE_INTEGER) {
         throw new RangeError(`ms must not move the clock (now ${now + this.#fraction}) past Number.MAX_SAFE_INTEGER, got ${describe(ms)}`);
       }
-      host.call(() => host.engine.advance(whole));
+      // The engine takes a step of at most MAX_TIMER_MS (its longest duration); a longer
+      // one is taken in such steps, each running its due timers in order, as one would.
+      let left = whole;
+      do {
+        const step = Math.min(left, MAX_TIMER_MS);
+        host.call(() => host.engine.advance(step));
+        left -= step;
+      } while (left > 0);
       this.#fraction = fraction;
     }
   }
@@ -1503,7 +1510,10 @@ function createApi(binding, options) {
       return context.properties.get(LOCK_TOKEN);
     }
     const current = ambient ? (ambient.getStore() ?? syncContext) : syncContext;
-    return current?._token;
+    // Work started under a lock can run after its execution settled and released the
+    // lock (a timer, a detached promise): it runs under no lock any more.
+    if (current === undefined || current._rec?.finished) return undefined;
+    return current._token;
   }
 
   const api = {
