@@ -105,13 +105,14 @@ describe('waiting', () => {
   test('a JS store is polled at 50 ms doubling to 1 s, with a last try at the deadline', async () => {
     const clock = new FakeTimeProvider();
     const store = recordingStore(clock, { acquire: async () => undefined });
-    const result = pipelineOn(clock, { key: 'k', store, wait: 2000 })
+    // A wait long enough that the 1 s cap shows: after 800 ms comes 1000, not 1600.
+    const result = pipelineOn(clock, { key: 'k', store, wait: 5000 })
       .execute(() => 'ran')
       .catch((e) => e);
-    await advance(clock, 2500, 10);
+    await advance(clock, 5500, 10);
     const error = await result;
     assert.ok(error instanceof LockNotAcquiredError);
-    assert.deepEqual(store.times('acquire'), [0, 50, 150, 350, 750, 1550, 2000]);
+    assert.deepEqual(store.times('acquire'), [0, 50, 150, 350, 750, 1550, 2550, 3550, 4550, 5000]);
   });
 
   test('durations are strings too: wait "1s" ends at 1000 ms', async () => {
@@ -258,6 +259,25 @@ describe('renewal and loss', () => {
     assert.deepEqual(store.times('release'), [4500]);
   });
 
+  test('the default ttl is 30 s, renewed every 10 s', async () => {
+    const clock = new FakeTimeProvider();
+    const store = recordingStore(clock);
+    const done = deferred();
+    const run = pipelineOn(clock, { key: 'k', store }).execute(() => done.promise);
+    await advance(clock, 25_000, 1000);
+    done.resolve();
+    await run;
+    assert.deepEqual(
+      store.calls.map((c) => [c.method, c.at, c.ttl]),
+      [
+        ['acquire', 0, 30_000],
+        ['renew', 10_000, 30_000],
+        ['renew', 20_000, 30_000],
+        ['release', 25_000, undefined],
+      ],
+    );
+  });
+
   test('renew answering false is a loss at once: signal aborted with LockLostError, onLockLost called', async () => {
     const clock = new FakeTimeProvider();
     const store = recordingStore(clock, { renew: async () => false });
@@ -342,6 +362,26 @@ describe('renewal and loss', () => {
     await advance(clock, 900);
     slow.resolve();
     assert.deepEqual(await run, [false, true, 3000]);
+  });
+
+  test('after a slow renewal, the deadline counts from when the renewal was sent, not when it was answered', async () => {
+    const clock = new FakeTimeProvider();
+    // The first renewal (sent at 1000) is answered at 1900; later ones are never answered.
+    const first = deferred();
+    let renewals = 0;
+    const store = recordingStore(clock, {
+      renew: (...a) => (++renewals === 1 ? first.promise.then(() => store.base.renew(...a)) : new Promise(() => {})),
+    });
+    const run = pipelineOn(clock, { key: 'k', store, ttl: 3000 }).execute(async (context) => {
+      await advance(clock, 1900, 100); // the renewal went out at 1000; now 1900
+      first.resolve();
+      await advance(clock, 2099, 100); // 3999: the lease renewed at 1000 runs to 4000
+      const before = context.signal.aborted;
+      await advance(clock, 1);
+      return [before, context.signal.aborted, clock.now()];
+    });
+    assert.deepEqual(await run, [false, true, 4000]);
+    assert.equal(store.times('renew')[0], 1000);
   });
 });
 
