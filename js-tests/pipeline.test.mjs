@@ -284,21 +284,31 @@ describe('renewal and loss', () => {
     const lost = [];
     const pipeline = pipelineOn(clock, { key: 'acct', store, ttl: 3000, onLockLost: (args) => lost.push(args) });
     let signal;
-    const run = pipeline.execute(async (context) => {
-      signal = context.signal;
-      await advance(clock, 1000);
-      assert.equal(signal.aborted, true);
-      throw new Error('write failed');
-    });
+    let callbackContext;
+    const run = pipeline.execute(
+      async (context) => {
+        callbackContext = context;
+        signal = context.signal;
+        await advance(clock, 1000);
+        assert.equal(signal.aborted, true);
+        throw new Error('write failed');
+      },
+      { operationKey: 'op-lost' },
+    );
     const error = await run.catch((e) => e);
     assert.ok(error instanceof LockLostError);
+    assert.ok(error instanceof Error, 'LockLostError is an Error');
+    assert.equal(error.name, 'LockLostError');
     assert.equal(error.code, 'LOCK_LOST');
     assert.equal(error.key, 'acct');
     assert.equal(error.cause.message, 'write failed');
     assert.ok(signal.reason instanceof LockLostError);
     assert.equal(lost.length, 1);
     assert.equal(lost[0].key, 'acct');
-    assert.equal(typeof lost[0].context.operationKey, 'undefined');
+    // onLockLost gets the execution's own context: its operationKey and its signal.
+    assert.equal(lost[0].context, callbackContext);
+    assert.equal(lost[0].context.operationKey, 'op-lost');
+    assert.equal(lost[0].context.signal, signal);
     assert.equal(clock.now(), 1000);
   });
 
@@ -530,6 +540,8 @@ describe('stores that fail', () => {
         .execute(() => (ran = true))
         .catch((e) => e);
       assert.ok(error instanceof LockStoreError);
+      assert.ok(error instanceof Error, 'LockStoreError is an Error');
+      assert.equal(error.name, 'LockStoreError');
       assert.equal(error.code, 'LOCK_STORE_FAILED');
       assert.equal(error.key, 'acct:9');
       assert.equal(error.method, 'acquire');
@@ -613,16 +625,19 @@ describe('nesting', () => {
     const clock = new FakeTimeProvider();
     const a = pipelineOn(clock, { key: 'a' });
     const b = pipelineOn(clock, { key: 'b' });
-    const seen = await a.execute(async () => {
+    const seen = await a.execute(async (outerContext) => {
       const outer = getLockToken();
-      const inner = await b.execute(async () => {
+      const [inner, innerProperty] = await b.execute(async (innerContext) => {
         await flush(1);
-        return getLockToken();
+        return [getLockToken(), innerContext.properties.get(LOCK_TOKEN)];
       });
-      return [outer, inner, getLockToken()];
+      return { outer, outerProperty: outerContext.properties.get(LOCK_TOKEN), inner, innerProperty, after: getLockToken() };
     });
-    assert.notEqual(seen[0], seen[1]);
-    assert.equal(seen[2], seen[0]);
+    assert.equal(typeof seen.inner, 'number', 'a token inside the inner execution');
+    assert.equal(seen.inner, seen.innerProperty, "the inner execution's own token");
+    assert.equal(seen.outer, seen.outerProperty);
+    assert.notEqual(seen.outer, seen.inner);
+    assert.equal(seen.after, seen.outer);
   });
 });
 
