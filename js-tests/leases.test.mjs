@@ -227,6 +227,79 @@ describe('telemetry', () => {
   });
 });
 
+describe('no logging of its own', () => {
+  test('failures reported to telemetry, a throwing telemetry and a throwing onLockLost write nothing to the console', async () => {
+    const written = [];
+    const methods = ['log', 'info', 'warn', 'error', 'debug', 'trace'];
+    const saved = methods.map((m) => console[m]);
+    const savedWarning = process.emitWarning;
+    for (const m of methods) console[m] = (...args) => written.push([m, ...args]);
+    process.emitWarning = (...args) => written.push(['emitWarning', ...args]);
+    try {
+      const clock = new FakeTimeProvider();
+      // A release that fails, and renewals that fail until the lease is lost.
+      const failing = recordingStore(clock, {
+        renew: async () => Promise.reject(new Error('renew down')),
+        release: async () => Promise.reject(new Error('release down')),
+      });
+      const events = [];
+      const lost = await new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e.type) })
+        .addLock({ key: 'k', ttl: 3000, store: failing })
+        .build()
+        .settle(async () => {
+          await advance(clock, 3000, 100);
+          throw new Error('after loss');
+        });
+      assert.ok(lost.error instanceof LockLostError);
+      const released = await new ResiliencePipelineBuilder({ timeProvider: clock, telemetry: (e) => events.push(e.type) })
+        .addLock({ key: 'r', store: failing })
+        .build()
+        .execute(() => 'v');
+      assert.equal(released, 'v');
+      assert.ok(events.includes('renewalFailed') && events.includes('lost') && events.includes('releaseFailed'), events.join(' '));
+      // A telemetry callback and an onLockLost that throw.
+      const refusing = recordingStore(clock, { renew: async () => false });
+      const error = await new ResiliencePipelineBuilder({
+        timeProvider: clock,
+        telemetry: () => {
+          throw new Error('telemetry down');
+        },
+      })
+        .addLock({
+          key: 't',
+          ttl: 3000,
+          store: refusing,
+          onLockLost: async () => {
+            throw new Error('handler down');
+          },
+        })
+        .build()
+        .execute(async () => {
+          await advance(clock, 1000);
+          throw new Error('after loss');
+        })
+        .catch((e) => e);
+      assert.ok(error instanceof LockLostError);
+      // A grant that arrives after the try was abandoned.
+      const late = deferred();
+      const slow = recordingStore(clock, { acquire: () => late.promise });
+      const abandoned = new ResiliencePipelineBuilder({ timeProvider: clock })
+        .addLock({ key: 'late', ttl: 1000, store: slow })
+        .build()
+        .execute(() => 'never')
+        .catch((e) => e);
+      await advance(clock, 1000, 100);
+      assert.ok((await abandoned) instanceof LockStoreError);
+      late.resolve({ fencingToken: 1 });
+      await flush();
+    } finally {
+      methods.forEach((m, i) => (console[m] = saved[i]));
+      process.emitWarning = savedWarning;
+    }
+    assert.deepEqual(written, []);
+  });
+});
+
 describe('settle', () => {
   test('every error kind comes back as { ok: false, error }, and a skip-if-held job reads naturally', async () => {
     const clock = new FakeTimeProvider();
