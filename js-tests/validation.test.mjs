@@ -85,6 +85,22 @@ describe('addLock throws at once for bad options', () => {
     for (const ttl of [1, 0.5, '250ms', '30s', '5m', '1h', '1m30s', 2 ** 31 - 1]) builder().addLock({ key: 'k', ttl });
     for (const wait of [0, '0ms', 100, '2s', Infinity]) builder().addLock({ key: 'k', wait });
   });
+
+  test('a ttl string reaches the store as its milliseconds', async () => {
+    const seen = [];
+    const store = { ...okStore, acquire: async (key, owner, ttlMs) => (seen.push(ttlMs), { fencingToken: 1 }) };
+    const cases = [
+      ['250ms', 250],
+      ['30s', 30_000],
+      ['5m', 300_000],
+      ['1h', 3_600_000],
+      ['1m30s', 90_000],
+      [1, 1],
+      [2 ** 31 - 1, 2 ** 31 - 1],
+    ];
+    for (const [ttl] of cases) await builder().addLock({ key: 'k', ttl, store }).build().execute(() => 1);
+    assert.deepEqual(seen, cases.map(([, ms]) => ms));
+  });
 });
 
 describe('the builder', () => {
