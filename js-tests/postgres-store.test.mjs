@@ -653,3 +653,167 @@ describe('through the engine', () => {
     assert.equal(await store.isLocked(key), false, 'released when the callback settled');
   });
 });
+
+// ---------------------------------------------------------------------------------
+// audit (audit-pg): failing tests that prove bugs; the library is not changed here
+// ---------------------------------------------------------------------------------
+
+describe('audit: the pooled listen connection', () => {
+  test('on a Pool of max 1 (serverless), a waiter does not starve the holder and itself of the only connection', async () => {
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1 });
+    localPool.on('error', noop);
+    const store = new PostgresLockStore({ client: localPool });
+    const key = uniqueKey('max-one');
+    try {
+      const holding = deferred();
+      const release = deferred();
+      const holder = lock({ key, store, ttl: '2s' }).execute(async () => {
+        holding.resolve();
+        await release.promise;
+        return 'holder';
+      });
+      await holding.promise;
+      const waiter = lock({ key, store, ttl: '2s', wait: '3s' }).execute(() => 'waiter');
+      await sleep(200); // the waiter found the key held and subscribed
+      release.resolve();
+      const outcome = await within(
+        6000,
+        'the holder and the waiter',
+        Promise.allSettled([holder, waiter]),
+      );
+      assert.deepEqual(
+        outcome.map((o) => (o.status === 'fulfilled' ? o.value : `${o.reason?.name}: ${o.reason?.message}`)),
+        ['holder', 'waiter'],
+      );
+    } finally {
+      await within(5000, 'store.close()', store.close()).catch(noop);
+      await within(5000, 'pool.end()', localPool.end()).catch(noop);
+    }
+  });
+
+  test('a store gives its listen connection back once nobody waits: two stores on a Pool of max 2 leave it usable', async (t) => {
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2 });
+    localPool.on('error', noop);
+    // Two stores on one pool (say, two tables, or a store made per module); each has had one waiter, long gone.
+    const tables = [uniqueKey('two_stores_a'), uniqueKey('two_stores_b')];
+    const twoStores = tables.map((table) => new PostgresLockStore({ client: localPool, table }));
+    try {
+      for (const s of twoStores) {
+        await s.ensureSchema();
+        const stop = s.subscribe('k', noop); // what the engine does for a waiter
+        await waitFor('the LISTEN', () => localPool.totalCount >= 1, { timeoutMs: 2000 });
+        await sleep(100);
+        stop(); // the waiter got the lock, or gave up
+      }
+      await sleep(200);
+      t.diagnostic(`pool after the waiters left: total ${localPool.totalCount}, idle ${localPool.idleCount}, waiting ${localPool.waitingCount}`);
+      const answer = await within(3000, 'an ordinary pool.query', localPool.query('SELECT 1 AS one')).catch((e) => e);
+      assert.ok(!(answer instanceof Error), `${answer?.message}`);
+      assert.equal(answer.rows[0].one, 1);
+    } finally {
+      await Promise.allSettled(twoStores.map((s) => within(5000, 'close', s.close())));
+      await within(5000, 'pool.end()', localPool.end()).catch(noop);
+    }
+  });
+
+  test('close() does not wait for a pool connection it asked for and no longer needs', async () => {
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1 });
+    localPool.on('error', noop);
+    const store = new PostgresLockStore({ client: localPool });
+    const busy = await localPool.connect(); // the app's own transaction holds the only connection
+    try {
+      store.subscribe(uniqueKey('close-pending'), noop); // the store asks the pool for a listen connection
+      await sleep(50);
+      // Shutdown: stop the lock store first, then finish the app's work.
+      const closed = await within(2000, 'store.close()', store.close()).then(
+        () => 'closed',
+        (e) => e.message,
+      );
+      assert.equal(closed, 'closed');
+    } finally {
+      busy.release();
+      await within(5000, 'close', store.close()).catch(noop);
+      await within(5000, 'pool.end()', localPool.end()).catch(noop);
+    }
+  });
+});
+
+describe('audit: keys', () => {
+  test('a long key that does not compress (3000 random characters) can be locked', async () => {
+    const store = newStore();
+    const key = `${uniqueKey('long')}:${Array.from({ length: 1500 }, () => Math.random().toString(36).slice(2, 4)).join('')}`;
+    assert.ok(key.length > 3000);
+    const lease = await store.acquire(key, 'o', 5000).catch((e) => e);
+    assert.ok(!(lease instanceof Error), `acquire rejected: ${lease?.code} ${lease?.message}`);
+    assert.ok(lease.fencingToken > 0);
+    assert.equal(await store.release(key, 'o'), true);
+  });
+
+  test('distinct keys with lone surrogates do not share a lock (used directly, without the engine)', async () => {
+    const store = newStore();
+    const base = uniqueKey('surrogate');
+    const a = `${base}\uD800`;
+    const b = `${base}\uDC00`;
+    // Either refused like the engine and the Redis store do (TypeError), or kept apart.
+    let first;
+    try {
+      first = await store.acquire(a, 'o', 5000);
+    } catch (err) {
+      assert.equal(err.name, 'TypeError');
+      return;
+    }
+    assert.ok(first);
+    assert.notEqual(await store.acquire(b, 'p', 5000), undefined, `${JSON.stringify(b)} is another key than ${JSON.stringify(a)}`);
+  });
+});
+
+describe('audit: isolation level', () => {
+  test('under default_transaction_isolation = repeatable read, racing acquires answer undefined instead of rejecting', async () => {
+    const rrPool = new pg.Pool({
+      ...server.connectionOptions,
+      max: 6,
+      options: '-c default_transaction_isolation=repeatable\\ read',
+    });
+    rrPool.on('error', noop);
+    try {
+      const { rows } = await rrPool.query('SHOW transaction_isolation');
+      assert.equal(rows[0].transaction_isolation, 'repeatable read');
+      const store = new PostgresLockStore({ client: rrPool, notify: false });
+      const failures = [];
+      for (let round = 0; round < 200 && failures.length === 0; round++) {
+        const key = uniqueKey('rr-race');
+        const answers = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => store.acquire(key, `o${i}`, 5000)));
+        for (const a of answers) if (a.status === 'rejected') failures.push(`round ${round}: ${a.reason.code} ${a.reason.message}`);
+      }
+      assert.deepEqual(failures, []);
+    } finally {
+      await rrPool.end();
+    }
+  });
+
+  test('through the engine under repeatable read: a waiter whose poll meets the release gets the lock, not a LockStoreError', async () => {
+    const rrPool = new pg.Pool({
+      ...server.connectionOptions,
+      max: 8,
+      options: '-c default_transaction_isolation=repeatable\\ read',
+    });
+    rrPool.on('error', noop);
+    try {
+      // Four stores, as four processes would have, on one key: short executions back to
+      // back, waiters polling meanwhile, so polls meet other processes' acquires and releases.
+      const fleet = Array.from({ length: 4 }, () => new PostgresLockStore({ client: rrPool, notify: false }));
+      const key = uniqueKey('rr-engine');
+      const runs = Array.from({ length: 24 }, (_, i) =>
+        lock({ key, store: fleet[i % fleet.length], ttl: '2s', wait: '15s' }).settle(async () => {
+          await sleep(5);
+          return true;
+        }),
+      );
+      const outcomes = await within(30_000, 'every execution', Promise.all(runs));
+      const errors = outcomes.filter((o) => !o.ok).map((o) => `${o.error.name}: ${o.error.message} (cause ${o.error.cause?.code} ${o.error.cause?.message})`);
+      assert.deepEqual(errors, []);
+    } finally {
+      await rrPool.end();
+    }
+  });
+});
