@@ -14,14 +14,13 @@ export interface PgLikeListenClient extends PgLikeQueryable {
   removeListener(event: string, listener: (...args: any[]) => void): unknown;
 }
 
-/** A client lent by a pool: released when the store is done with it. */
-export interface PgLikePoolClient extends PgLikeListenClient {
-  release(destroy?: boolean | Error): void;
-}
-
-/** A `pg.Pool`: the store takes one client from it for LISTEN on the first `subscribe`. */
+/**
+ * A `pg.Pool`. For LISTEN the store opens a connection of its own with the pool's
+ * `Client` class and `options`, outside the pool's `max`.
+ */
 export interface PgLikePool extends PgLikeQueryable {
-  connect(): Promise<PgLikePoolClient>;
+  readonly Client: new (options: any) => PgLikeListenClient & { connect(): Promise<unknown>; end(): Promise<void> };
+  readonly options: object;
   readonly totalCount: number;
   readonly idleCount: number;
 }
@@ -47,8 +46,8 @@ export interface PostgresLockStoreOptions {
   notify?: boolean;
   /**
    * A dedicated, connected `pg.Client` for LISTEN, used for nothing else. Needed for
-   * wake-on-release when `client` is a single `Client`; with a `Pool` the store takes
-   * one pooled client instead. The store never closes it.
+   * wake-on-release when `client` is a single `Client`; with a `Pool` the store opens
+   * a connection of its own instead (see `subscribe`). The store never closes it.
    */
   listenClient?: PgLikeListenClient;
 }
@@ -107,10 +106,18 @@ export declare class PostgresLockStore {
    * Calls `onReleased` whenever a lease on `key` is released (not when it expires).
    * Best effort: active about one round trip after the call; notifications can be lost,
    * so keep polling. A no-op when the store cannot listen (see `canSubscribe`).
+   *
+   * On a `Pool` the store listens on a connection of its own, opened with the pool's
+   * settings on the first `subscribe` and closed about a second after the last listener
+   * is removed: one connection beyond the pool's `max` while anyone waits, so that
+   * waiters never take the pool's connections from the queries they wait on.
    * @returns a function that removes this listener (idempotent).
    */
   subscribe(key: string, onReleased: () => void): () => void;
 
-  /** Stops listening and gives back the pooled listen connection. Call before `pool.end()`. */
+  /**
+   * Stops listening: closes the store's own listen connection (or detaches from the
+   * `listenClient`). Call before `pool.end()`.
+   */
   close(): Promise<void>;
 }

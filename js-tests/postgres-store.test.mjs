@@ -70,6 +70,12 @@ async function newClient() {
   return client;
 }
 
+/** The server processes of the connections named `application_name`. */
+async function backends(application_name) {
+  const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [application_name]);
+  return rows.map((r) => r.pid);
+}
+
 async function row(table, key) {
   const { rows } = await admin.query(`SELECT key, owner, token::text AS token, expires_at FROM ${table} WHERE key = $1`, [key]);
   return rows[0];
@@ -524,7 +530,7 @@ async function handover(holderStore, waiterStore, key, holdMs) {
 describe('wake-on-release', () => {
   test('a waiter is woken by NOTIFY at once, long before its next poll', async (t) => {
     const store = newStore();
-    assert.equal(store.canSubscribe, true, 'a Pool lends a listen connection');
+    assert.equal(store.canSubscribe, true, 'a store on a Pool can listen');
     const woken = await handover(store, store, uniqueKey('wake'), 950);
     const polling = newStore({ notify: false });
     const polled = await handover(polling, polling, uniqueKey('poll'), 950);
@@ -589,7 +595,7 @@ describe('wake-on-release', () => {
     assert.deepEqual(seen, ['b'], 'no listener left');
   });
 
-  test('the pooled listen connection dying is survived: no crash, a new one is taken, wake-ups resume', async () => {
+  test('the listen connection dying is survived: no crash, a new one is opened, wake-ups resume', async () => {
     const localPool = new pg.Pool({ ...server.connectionOptions, max: 3, application_name: 'leasehold-listen-test' });
     localPool.on('error', noop);
     const store = new PostgresLockStore({ client: localPool });
@@ -629,13 +635,15 @@ describe('wake-on-release', () => {
     }
   });
 
-  test('close() gives the pooled connection back: pool.end() finishes', async () => {
-    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2 });
+  test('close() closes the listen connection: pool.end() finishes', async () => {
+    const application_name = uniqueKey('leasehold-close');
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2, application_name });
     localPool.on('error', noop);
     const store = new PostgresLockStore({ client: localPool });
     store.subscribe(uniqueKey('close'), noop);
-    await waitFor('the listen connection', () => localPool.totalCount === 1, { timeoutMs: 2000 });
+    await waitFor('the listen connection', async () => (await backends(application_name)).length === 1, { timeoutMs: 2000 });
     await store.close();
+    assert.deepEqual(await backends(application_name), [], 'closed by close()');
     assert.equal(store.subscribe('k', noop)(), undefined, 'subscribe is a no-op after close');
     await within(3000, 'pool.end()', localPool.end());
   });
@@ -655,10 +663,56 @@ describe('through the engine', () => {
 });
 
 // ---------------------------------------------------------------------------------
-// audit (audit-pg): failing tests that prove bugs; the library is not changed here
+// the listen connection of a store on a Pool
 // ---------------------------------------------------------------------------------
 
-describe('audit: the pooled listen connection', () => {
+describe('the listen connection of a store on a Pool', () => {
+  test('is a connection of its own, outside the pool, closed once nobody has waited for a while', async () => {
+    const application_name = uniqueKey('leasehold-linger');
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1, application_name });
+    localPool.on('error', noop);
+    const store = new PostgresLockStore({ client: localPool });
+    try {
+      const key = uniqueKey('linger');
+      const stopFirst = store.subscribe(key, noop);
+      const [listener] = await waitFor('the listen connection', async () => {
+        const pids = await backends(application_name);
+        return pids.length === 1 ? pids : undefined;
+      });
+      assert.equal(localPool.totalCount, 0, 'not taken from the pool');
+      stopFirst();
+      // The next waiter on the key, soon after: the same connection.
+      await sleep(100);
+      const stopSecond = store.subscribe(key, noop);
+      await sleep(100);
+      assert.deepEqual(await backends(application_name), [listener], 'kept while a waiter follows another');
+      stopSecond();
+      await waitFor('the listen connection to close', async () => (await backends(application_name)).length === 0, {
+        timeoutMs: 3000,
+        intervalMs: 50,
+      });
+      // Waited for again: a new one.
+      let wakes = 0;
+      const stop = store.subscribe(key, () => {
+        wakes += 1;
+      });
+      await waitFor('a new listen connection with its LISTEN', async () => {
+        const { rows } = await admin.query(
+          "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+          [application_name],
+        );
+        return rows.length === 1;
+      });
+      await store.acquire(key, 'o', 5000);
+      await store.release(key, 'o');
+      await waitFor('the wake-up on the new connection', () => wakes === 1, { timeoutMs: 2000 });
+      stop();
+    } finally {
+      await within(5000, 'store.close()', store.close());
+      await within(5000, 'pool.end()', localPool.end());
+    }
+  });
+
   test('on a Pool of max 1 (serverless), a waiter does not starve the holder and itself of the only connection', async () => {
     const localPool = new pg.Pool({ ...server.connectionOptions, max: 1 });
     localPool.on('error', noop);
@@ -691,7 +745,7 @@ describe('audit: the pooled listen connection', () => {
     }
   });
 
-  test('a store gives its listen connection back once nobody waits: two stores on a Pool of max 2 leave it usable', async (t) => {
+  test('leaves the pool usable: two stores on a Pool of max 2, each having had a waiter', async (t) => {
     const localPool = new pg.Pool({ ...server.connectionOptions, max: 2 });
     localPool.on('error', noop);
     // Two stores on one pool (say, two tables, or a store made per module); each has had one waiter, long gone.
@@ -701,7 +755,6 @@ describe('audit: the pooled listen connection', () => {
       for (const s of twoStores) {
         await s.ensureSchema();
         const stop = s.subscribe('k', noop); // what the engine does for a waiter
-        await waitFor('the LISTEN', () => localPool.totalCount >= 1, { timeoutMs: 2000 });
         await sleep(100);
         stop(); // the waiter got the lock, or gave up
       }

@@ -34,11 +34,16 @@
  * `leasehold_<md5(schema.table NUL key)>` (42 characters: any key, of any length,
  * makes a valid channel name; stores wake each other when they name the table the
  * same way, `schema` included). `subscribe` LISTENs on a dedicated connection: the
- * `listenClient` option, or else, when `client` is a `pg.Pool`, one client taken from
- * the pool with `pool.connect()` on the first `subscribe` and kept until `close()`.
- * With a single `Client` and no `listenClient`, `subscribe` is a no-op and waiters
- * poll (50 ms doubling to 1 s): a connection that runs queries cannot also wait for
- * notifications between them without delaying them.
+ * `listenClient` option (kept until `close()`), or else, when `client` is a `pg.Pool`,
+ * a connection of the store's own, opened with the pool's settings on the first
+ * `subscribe` and closed once nobody has waited for LINGER_MS (and on `close()`). That
+ * connection is not one of the pool's: a waiter holding one of the pool's `max`
+ * connections for as long as it waits would starve the queries it waits on (on a Pool
+ * of max 1, the holder's release and the waiter's own polls). So a store on a Pool uses
+ * one connection beyond the pool's `max` while anyone waits. With a single `Client` and
+ * no `listenClient`, `subscribe` is a no-op and waiters poll (50 ms doubling to 1 s): a
+ * connection that runs queries cannot also wait for notifications between them
+ * without delaying them.
  */
 
 const { createHash } = require('node:crypto');
@@ -99,9 +104,18 @@ function isQueryable(value) {
   return value != null && (typeof value === 'object' || typeof value === 'function') && typeof value.query === 'function';
 }
 
-/** A `pg.Pool` (or a pool built on pg-pool): `connect()` hands out clients to release. */
+/**
+ * A `pg.Pool` (or a pool built on pg-pool): it exposes the client class it builds its
+ * connections with (`Client`) and the settings it builds them from (`options`).
+ */
 function isPool(client) {
-  return typeof client.connect === 'function' && 'totalCount' in client && 'idleCount' in client;
+  return (
+    'totalCount' in client &&
+    'idleCount' in client &&
+    typeof client.Client === 'function' &&
+    client.options != null &&
+    typeof client.options === 'object'
+  );
 }
 
 function toToken(reply) {
@@ -121,6 +135,10 @@ function rowsOf(result, method) {
 }
 
 const MIN_RECONNECT_MS = 1000;
+// How long the store's own listen connection stays open without a listener: a key that
+// is waited for again and again (a waiter leaves as it is granted, the next arrives)
+// keeps its connection instead of paying a connect each time.
+const LINGER_MS = 1000;
 
 // ---------------------------------------------------------------------------------
 // The store
@@ -144,6 +162,10 @@ class PostgresLockStore {
   #dirty = false;
   #closed = false;
   #retryTimer = undefined;
+  // Since when (performance.now()) the store's own listen connection has had no
+  // listener, and the timer that closes it once it has lingered.
+  #idleSince = undefined;
+  #lingerTimer = undefined;
 
   /**
    * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
@@ -304,16 +326,18 @@ class PostgresLockStore {
   }
 
   /**
-   * Stops listening: UNLISTENs, returns the pooled listen connection to its pool
-   * (discarded, not reused), detaches from a `listenClient` (left open: it is the
-   * caller's), and drops every listener. Call it before `pool.end()`. The store still
-   * acquires, renews and releases afterwards; `subscribe` becomes a no-op.
+   * Stops listening: closes the store's own listen connection, UNLISTENs and detaches
+   * from a `listenClient` (left open: it is the caller's), and drops every listener.
+   * Call it before `pool.end()`. The store still acquires, renews and releases
+   * afterwards; `subscribe` becomes a no-op.
    */
   async close() {
     this.#closed = true;
     this.#listeners.clear();
     if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
+    if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
+    this.#lingerTimer = undefined;
     if (this.#syncing !== null) await this.#syncing;
     const connection = this.#connection;
     this.#connection = null;
@@ -322,18 +346,25 @@ class PostgresLockStore {
     if (connection !== null) await connection.close(channels);
   }
 
-  /** Opens the listen connection: the `listenClient`, or a client of the pool. */
+  /**
+   * Opens the listen connection: the `listenClient`, or a connection of the store's own
+   * built from the pool's settings (outside its `max`, see the top of this file).
+   */
   async #open() {
     let client;
-    let pooled = false;
+    let ours = false;
     if (this.#listenClientOption !== undefined) {
       client = this.#listenClientOption;
     } else {
-      client = await this.#pool.connect();
-      pooled = true;
+      // The pool's own `options` object, not a copy: pg-pool keeps the password on it as
+      // a non-enumerable property, which a copy would lose.
+      client = new this.#pool.Client(this.#pool.options);
+      ours = true;
+      await client.connect();
     }
     const connection = {
       client,
+      ours,
       dead: false,
       onNotification: (message) => {
         if (message != null && typeof message.channel === 'string') this.#listeners.notify(message.channel);
@@ -349,21 +380,18 @@ class PostgresLockStore {
         client.removeListener?.('end', connection.onGone);
       },
       async close(channels) {
-        if (!connection.dead && channels.length > 0 && !pooled) {
+        if (!ours) {
           // The caller's connection stays open: leave it as it was given.
-          await client.query(channels.map((c) => `UNLISTEN ${quoteIdentifier(c)}`).join('; ')).catch(noop);
+          if (!connection.dead && channels.length > 0) {
+            await client.query(channels.map((c) => `UNLISTEN ${quoteIdentifier(c)}`).join('; ')).catch(noop);
+          }
+          connection.detach();
+          return;
         }
         connection.detach();
-        if (pooled) {
-          // Ours to the end: a late socket error must not find the client without a listener.
-          client.on('error', noop);
-          // Discarded rather than reused: it may still be registered for channels.
-          try {
-            client.release(true);
-          } catch {
-            // already released
-          }
-        }
+        // Ours to the end: a late socket error must not find the client without a listener.
+        client.on('error', noop);
+        await client.end().catch(noop);
       },
     };
     client.on('notification', connection.onNotification);
@@ -378,7 +406,7 @@ class PostgresLockStore {
     this.#connection = null;
     this.#listening.clear();
     connection.close([]).catch(noop);
-    // A caller's listenClient cannot be reopened by the store; a pool can lend another.
+    // A caller's listenClient cannot be reopened by the store; its own connection can.
     if (this.#pool !== undefined && !this.#closed && this.#listeners.size > 0) this.#retryLater();
   }
 
@@ -391,7 +419,28 @@ class PostgresLockStore {
     this.#retryTimer.unref?.();
   }
 
-  /** Brings the LISTENs on the connection in line with #listeners, one pass at a time. */
+  /**
+   * Whether the store's own listen connection has been without a listener for
+   * LINGER_MS. While it has not, a (non-blocking) timer is set for another pass.
+   */
+  #lingered() {
+    const now = performance.now();
+    this.#idleSince ??= now;
+    if (now - this.#idleSince >= LINGER_MS) return true;
+    if (this.#lingerTimer === undefined) {
+      this.#lingerTimer = setTimeout(() => {
+        this.#lingerTimer = undefined;
+        this.#sync();
+      }, this.#idleSince + LINGER_MS - now);
+      this.#lingerTimer.unref?.();
+    }
+    return false;
+  }
+
+  /**
+   * Brings the LISTENs on the connection in line with #listeners, and closes the store's
+   * own connection once it has lingered without a listener; one pass at a time.
+   */
   #sync() {
     this.#dirty = true;
     if (this.#syncing !== null) return;
@@ -421,6 +470,15 @@ class PostgresLockStore {
         this.#connection = connection;
       }
       const connection = this.#connection;
+      if (this.#listeners.size > 0) {
+        this.#idleSince = undefined;
+      } else if (connection.ours && this.#lingered()) {
+        this.#connection = null;
+        this.#listening.clear();
+        this.#idleSince = undefined;
+        await connection.close([]);
+        continue; // a subscribe meanwhile opens a new one
+      }
       const wanted = this.#listeners.channels().filter((c) => !this.#listening.has(c));
       const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
       const commands = [
