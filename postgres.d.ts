@@ -117,7 +117,8 @@ export declare class PostgresLockStore {
 
   /**
    * Stops listening: closes the store's own listen connection (or detaches from the
-   * `listenClient`). Call before `pool.end()`.
+   * `listenClient`). Call before `pool.end()`. Does not wait for a listen connection
+   * still being opened: that one is closed when it arrives.
    */
   close(): Promise<void>;
 }

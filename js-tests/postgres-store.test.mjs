@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -74,6 +75,50 @@ async function newClient() {
 async function backends(application_name) {
   const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [application_name]);
   return rows.map((r) => r.pid);
+}
+
+/**
+ * A TCP proxy to the test server that holds every connection, unanswered, until
+ * `letThrough()`: a server slow to accept. `connections` lists them, with `answered`
+ * (the server sent something) and `closed` (a promise).
+ */
+async function holdingProxy() {
+  const connections = [];
+  const held = [];
+  const sockets = new Set();
+  let open = false;
+  const proxy = net.createServer((socket) => {
+    socket.on('error', noop);
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    const connection = { answered: false, closed: new Promise((resolve) => socket.on('close', resolve)) };
+    connections.push(connection);
+    const forward = () => {
+      const upstream = net.connect(server.port, server.host);
+      upstream.on('error', noop);
+      upstream.on('data', () => {
+        connection.answered = true;
+      });
+      upstream.on('close', () => socket.destroy());
+      socket.on('close', () => upstream.destroy());
+      socket.pipe(upstream).pipe(socket);
+    };
+    if (open) forward();
+    else held.push(forward);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: proxy.address().port,
+    connections,
+    letThrough() {
+      open = true;
+      for (const forward of held.splice(0)) forward();
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => proxy.close(resolve));
+    },
+  };
 }
 
 async function row(table, key) {
@@ -769,24 +814,27 @@ describe('the listen connection of a store on a Pool', () => {
     }
   });
 
-  test('close() does not wait for a pool connection it asked for and no longer needs', async () => {
-    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1 });
+  test('close() does not wait for a listen connection still being opened; one that arrives after close is closed at once', async () => {
+    const proxy = await holdingProxy();
+    const localPool = new pg.Pool({ ...server.connectionOptions, port: proxy.port, max: 1 });
     localPool.on('error', noop);
     const store = new PostgresLockStore({ client: localPool });
-    const busy = await localPool.connect(); // the app's own transaction holds the only connection
     try {
-      store.subscribe(uniqueKey('close-pending'), noop); // the store asks the pool for a listen connection
-      await sleep(50);
-      // Shutdown: stop the lock store first, then finish the app's work.
-      const closed = await within(2000, 'store.close()', store.close()).then(
+      store.subscribe(uniqueKey('close-pending'), noop); // the store starts opening its listen connection
+      await waitFor('the connection to reach the proxy', () => proxy.connections.length === 1, { timeoutMs: 2000 });
+      // Shutdown with the server slow to answer: close() returns without the connection.
+      const closed = await within(1000, 'store.close()', store.close()).then(
         () => 'closed',
         (e) => e.message,
       );
       assert.equal(closed, 'closed');
+      proxy.letThrough();
+      const [connection] = proxy.connections;
+      await within(3000, 'the late connection to be closed', connection.closed);
+      assert.ok(connection.answered, 'the server answered: the connection was made, then closed');
     } finally {
-      busy.release();
-      await within(5000, 'close', store.close()).catch(noop);
       await within(5000, 'pool.end()', localPool.end()).catch(noop);
+      await proxy.close();
     }
   });
 });

@@ -159,6 +159,7 @@ class PostgresLockStore {
   #connection = null; // the listen connection, once open
   #listening = new Set();
   #syncing = null; // the running sync pass, if any
+  #opening = false; // whether that pass is waiting for a connection to open
   #dirty = false;
   #closed = false;
   #retryTimer = undefined;
@@ -328,7 +329,8 @@ class PostgresLockStore {
   /**
    * Stops listening: closes the store's own listen connection, UNLISTENs and detaches
    * from a `listenClient` (left open: it is the caller's), and drops every listener.
-   * Call it before `pool.end()`. The store still acquires, renews and releases
+   * Call it before `pool.end()`. A listen connection still being opened is not waited
+   * for: it is closed when it arrives. The store still acquires, renews and releases
    * afterwards; `subscribe` becomes a no-op.
    */
   async close() {
@@ -338,7 +340,10 @@ class PostgresLockStore {
     this.#retryTimer = undefined;
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
     this.#lingerTimer = undefined;
-    if (this.#syncing !== null) await this.#syncing;
+    // A pass still opening a connection is not waited for: the server may be long in
+    // answering, and the connection is closed as soon as it arrives (#syncLoop). A pass
+    // on an open connection is: our UNLISTENs must follow its LISTENs.
+    if (this.#syncing !== null && !this.#opening) await this.#syncing;
     const connection = this.#connection;
     this.#connection = null;
     const channels = [...this.#listening];
@@ -457,11 +462,14 @@ class PostgresLockStore {
       if (this.#connection === null) {
         if (this.#listeners.size === 0) return;
         let connection;
+        this.#opening = true;
         try {
           connection = await this.#open();
         } catch {
           this.#retryLater();
           return; // no connection: waiters poll
+        } finally {
+          this.#opening = false;
         }
         if (this.#closed) {
           await connection.close([]);
