@@ -60,9 +60,11 @@ export interface PostgresLockStoreOptions {
  * - Expiry is judged by the database clock (`clock_timestamp()`), never the client's.
  * - Fencing tokens only increase per key, across release, expiry and deleted rows:
  *   token = greatest(last token + 1, database time in µs), issued under the key's row lock.
- * - One row per key locked: `key text PRIMARY KEY, owner text, expires_at timestamptz,
- *   token bigint`. A release keeps the row (owner NULL) so the token sequence goes on;
- *   `prune(idleMs)` deletes rows of keys free for a while.
+ * - One row per key locked: `key_digest bytea PRIMARY KEY, key text, owner text,
+ *   expires_at timestamptz, token bigint`, where `key_digest` is sha256 of the key's
+ *   UTF-8 bytes (so keys of any length fit the index; PostgreSQL 11 or later). A release
+ *   keeps the row (owner NULL) so the token sequence goes on; `prune(idleMs)` deletes
+ *   rows of keys free for a while.
  * - Database and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
  * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000) or `RangeError`
@@ -78,7 +80,10 @@ export declare class PostgresLockStore {
   /** Whether `subscribe` can listen: `notify` is on and there is a `listenClient` or a Pool. */
   readonly canSubscribe: boolean;
 
-  /** Creates the table if it does not exist. Idempotent, safe from many processes at once. */
+  /**
+   * Creates the table if it does not exist. Idempotent, safe from many processes at once.
+   * Rejects when the table exists in an earlier version's shape (no `key_digest`).
+   */
   ensureSchema(): Promise<void>;
 
   /** Takes the lease if no live lease exists; `undefined` when it is held (by anyone: locks are not reentrant). */

@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -234,9 +235,22 @@ describe('PostgresLockStore: the contract', () => {
     );
     assert.deepEqual(
       rows.map((r) => `${r.column_name} ${r.data_type}`),
-      ['key text', 'owner text', 'expires_at timestamp with time zone', 'token bigint'],
+      ['key_digest bytea', 'key text', 'owner text', 'expires_at timestamp with time zone', 'token bigint'],
     );
     assert.ok((await racers[1].acquire('k', 'o', 1000)).fencingToken > 0);
+  });
+
+  test('ensureSchema names a table of the earlier shape (keyed on the key itself) instead of using it', async () => {
+    const table = uniqueKey('old_shape');
+    await admin.query(
+      `CREATE TABLE "${table}" (key text PRIMARY KEY, owner text, expires_at timestamptz NOT NULL, token bigint NOT NULL)`,
+    );
+    const store = new PostgresLockStore({ client: pool, table });
+    await assert.rejects(store.ensureSchema(), (err) => {
+      assert.match(err.message, new RegExp(`"${table}" has no key_digest column`));
+      assert.equal(err.cause?.code, '42703');
+      return true;
+    });
   });
 
   test('acquire, held, not reentrant; renew and release only by the owner', async () => {
@@ -839,7 +853,11 @@ describe('the listen connection of a store on a Pool', () => {
   });
 });
 
-describe('audit: keys', () => {
+// ---------------------------------------------------------------------------------
+// keys
+// ---------------------------------------------------------------------------------
+
+describe('keys', () => {
   test('a long key that does not compress (3000 random characters) can be locked', async () => {
     const store = newStore();
     const key = `${uniqueKey('long')}:${Array.from({ length: 1500 }, () => Math.random().toString(36).slice(2, 4)).join('')}`;
@@ -847,7 +865,27 @@ describe('audit: keys', () => {
     const lease = await store.acquire(key, 'o', 5000).catch((e) => e);
     assert.ok(!(lease instanceof Error), `acquire rejected: ${lease?.code} ${lease?.message}`);
     assert.ok(lease.fencingToken > 0);
+    assert.equal(await store.acquire(key, 'p', 5000), undefined, 'held');
+    assert.equal(await store.isLocked(key), true);
+    assert.ok((await store.ttl(key)) > 0);
+    assert.equal(await store.renew(key, 'o', 5000), true);
     assert.equal(await store.release(key, 'o'), true);
+    assert.equal((await row('leasehold_locks', key)).key, key, 'the key is kept as it is, for inspection');
+  });
+
+  test('a row is found by the sha256 of the key: keys that differ only at the end are distinct', async () => {
+    const store = newStore();
+    const base = `${uniqueKey('digest')}:${'x'.repeat(5000)}`;
+    const a = await store.acquire(`${base}a`, 'o', 5000);
+    const b = await store.acquire(`${base}b`, 'o', 5000);
+    assert.ok(a && b, 'both taken');
+    const { rows } = await admin.query(
+      `SELECT encode(key_digest, 'hex') AS digest FROM leasehold_locks WHERE key = $1`,
+      [`${base}a`],
+    );
+    assert.equal(rows[0].digest, createHash('sha256').update(`${base}a`, 'utf8').digest('hex'));
+    assert.equal(await store.release(`${base}a`, 'o'), true);
+    assert.equal(await store.release(`${base}b`, 'o'), true);
   });
 
   test('distinct keys with lone surrogates do not share a lock (used directly, without the engine)', async () => {

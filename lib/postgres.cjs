@@ -21,11 +21,15 @@
  * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
  *
  * The table. One row per key locked (and not pruned since):
- *   key text PRIMARY KEY, owner text, expires_at timestamptz, token bigint
+ *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint
+ * `key_digest` is sha256 of the key's UTF-8 bytes, computed by the statements
+ * (PostgreSQL 11 or later): a btree entry holds at most about 2.7 kB, so a primary key
+ * on the key itself would refuse long keys that do not compress. Every statement finds
+ * the row by its digest; `key` keeps the text for people reading the table.
  * A released lease keeps its row: `owner` becomes NULL and `expires_at` the release
  * time, and `token` stays, so the next acquire continues the key's sequence. The table
- * therefore grows with the number of distinct keys ever locked, about 60 bytes plus the
- * key (twice: heap and primary key index) per key. For a bounded set of keys (jobs,
+ * therefore grows with the number of distinct keys ever locked, about 150 bytes plus
+ * the key per key. For a bounded set of keys (jobs,
  * accounts, resources) that is nothing; for unbounded keys (request ids, ...) call
  * `prune(idleMs)` from time to time: it deletes the rows of keys free for at least
  * `idleMs`, and tokens stay monotonic for those keys too.
@@ -216,7 +220,9 @@ class PostgresLockStore {
 
   /**
    * Creates the table if it does not exist (the schema itself must exist). Safe to call
-   * from many processes at once, and on every start.
+   * from many processes at once, and on every start. Rejects when the table exists in
+   * the shape of an earlier version of this store (a primary key on `key`, no
+   * `key_digest`): drop it, or name another table.
    */
   async ensureSchema() {
     try {
@@ -226,6 +232,16 @@ class PostgresLockStore {
       // unique index (23505) or finds the table (42P07). The table exists now.
       if (err == null || (err.code !== '23505' && err.code !== '42P07')) throw err;
       await this.#client.query(this.#sql.create);
+    }
+    try {
+      await this.#client.query(this.#sql.checkShape);
+    } catch (err) {
+      if (err == null || err.code !== '42703') throw err;
+      throw new Error(
+        `PostgresLockStore: the table ${this.#qualified} has no key_digest column: it was made by an earlier ` +
+          'version of this store, whose statements do not fit it. Drop it (no lease survives that), or pass another table name.',
+        { cause: err },
+      );
     }
   }
 
@@ -510,6 +526,9 @@ class PostgresLockStore {
 
 /** The SQL of a store on `table` (already quoted and qualified). */
 function statements(table, notify) {
+  // The row's key: sha256 of the key's UTF-8 bytes (see the table at the top).
+  const digest = `sha256(convert_to($1::text, 'UTF8'))`;
+
   /*
    * ACQUIRE. $1 key, $2 owner, $3 ttl ms.
    * Free means "no row, or a row whose expires_at has passed" by the database clock.
@@ -521,9 +540,9 @@ function statements(table, notify) {
    * older backup). Microseconds stay below 2^53 until the year 2255: exact as a JS number.
    */
   const acquire = `WITH now AS (SELECT clock_timestamp() AS t)
-INSERT INTO ${table} AS l (key, owner, expires_at, token)
-SELECT $1::text, $2::text, t + $3::float8 * interval '1 millisecond', floor(extract(epoch FROM t) * 1000000)::bigint FROM now
-ON CONFLICT (key) DO UPDATE
+INSERT INTO ${table} AS l (key_digest, key, owner, expires_at, token)
+SELECT ${digest}, $1::text, $2::text, t + $3::float8 * interval '1 millisecond', floor(extract(epoch FROM t) * 1000000)::bigint FROM now
+ON CONFLICT (key_digest) DO UPDATE
   SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, token = greatest(l.token + 1, EXCLUDED.token)
   WHERE l.expires_at <= clock_timestamp()
 RETURNING l.token::text AS token`;
@@ -531,7 +550,7 @@ RETURNING l.token::text AS token`;
   /* RENEW. $1 key, $2 owner, $3 ttl ms. Only the owner's live lease. */
   const renew = `UPDATE ${table}
 SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
-WHERE key = $1::text AND owner = $2::text AND expires_at > clock_timestamp()
+WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
 RETURNING 1 AS renewed`;
 
   /*
@@ -540,7 +559,7 @@ RETURNING 1 AS renewed`;
    */
   const update = `UPDATE ${table}
   SET owner = NULL, expires_at = clock_timestamp()
-  WHERE key = $1::text AND owner = $2::text AND expires_at > clock_timestamp()
+  WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
   RETURNING 1`;
   const release = notify
     ? `WITH released AS (\n  ${update}\n)\nSELECT 1 AS released, pg_notify($3::text, '') FROM released`
@@ -548,17 +567,20 @@ RETURNING 1 AS renewed`;
 
   return {
     create: `CREATE TABLE IF NOT EXISTS ${table} (
-  key text PRIMARY KEY,
+  key_digest bytea PRIMARY KEY,
+  key text NOT NULL,
   owner text,
   expires_at timestamptz NOT NULL,
   token bigint NOT NULL
 )`,
+    // Fails (42703) on a table of the earlier shape, keyed on `key` itself.
+    checkShape: `SELECT key_digest FROM ${table} LIMIT 0`,
     acquire,
     renew,
     release,
-    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key = $1::text AND expires_at > clock_timestamp()`,
+    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
     ttl: `SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS ms
-FROM ${table} WHERE key = $1::text AND expires_at > clock_timestamp()`,
+FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
     prune: `WITH pruned AS (
   DELETE FROM ${table} WHERE expires_at <= clock_timestamp() - $1::float8 * interval '1 millisecond' RETURNING 1
 )
