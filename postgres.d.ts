@@ -67,7 +67,7 @@ export interface PostgresLockStoreOptions {
  *   rows of keys free for a while.
  * - Database and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
- * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000) or `RangeError`
+ * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000, a lone surrogate) or `RangeError`
  *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
  */
 export declare class PostgresLockStore {

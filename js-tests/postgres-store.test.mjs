@@ -187,6 +187,7 @@ describe('PostgresLockStore: arguments', () => {
       [42, 'TypeError'],
       [{}, 'TypeError'],
       ['a\u0000b', 'TypeError'],
+      ['a\uD800', 'TypeError'],
     ];
     for (const [bad, name] of badText) {
       await assert.rejects(store.acquire(bad, 'o', 1000), { name, message: /key/ });
@@ -888,21 +889,23 @@ describe('keys', () => {
     assert.equal(await store.release(`${base}b`, 'o'), true);
   });
 
-  test('distinct keys with lone surrogates do not share a lock (used directly, without the engine)', async () => {
+  test('keys and owners with a lone surrogate are refused (used directly, without the engine): they would collide', async () => {
     const store = newStore();
     const base = uniqueKey('surrogate');
-    const a = `${base}\uD800`;
-    const b = `${base}\uDC00`;
-    // Either refused like the engine and the Redis store do (TypeError), or kept apart.
-    let first;
-    try {
-      first = await store.acquire(a, 'o', 5000);
-    } catch (err) {
-      assert.equal(err.name, 'TypeError');
-      return;
-    }
-    assert.ok(first);
-    assert.notEqual(await store.acquire(b, 'p', 5000), undefined, `${JSON.stringify(b)} is another key than ${JSON.stringify(a)}`);
+    await assert.rejects(store.acquire(`${base}\uD800`, 'o', 5000), {
+      name: 'TypeError',
+      message: `key must be well-formed UTF-16 (a lone surrogate at index ${base.length}), got ${JSON.stringify(`${base}\uD800`)}`,
+    });
+    await assert.rejects(store.acquire(base, '\uDC00o', 5000), {
+      name: 'TypeError',
+      message: 'owner must be well-formed UTF-16 (a lone surrogate at index 0), got "\\udc00o"',
+    });
+    assert.throws(() => store.subscribe(`${base}\uDC00`, noop), { name: 'TypeError', message: /key must be well-formed UTF-16/ });
+    // A surrogate pair is a character like any other.
+    const lease = await store.acquire(`${base}\uD83D\uDD12`, '\uD83D\uDD11', 5000);
+    assert.ok(lease.fencingToken > 0);
+    assert.ok(await store.acquire(`${base}\uD83D\uDD13`, 'o', 5000), 'another key');
+    assert.equal(await store.release(`${base}\uD83D\uDD12`, '\uD83D\uDD11'), true);
   });
 });
 

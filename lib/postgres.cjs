@@ -69,13 +69,28 @@ function describe(value) {
   return String(value);
 }
 
-/** Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000). */
+// In unicode mode a surrogate pair is one code point, outside this range: only a lone
+// surrogate matches.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000), and
+ * well-formed UTF-16: `pg` sends a lone surrogate as the bytes of U+FFFD, so distinct
+ * keys (or owners) would share a row. The engine refuses them too, in the same words
+ * (`checkWellFormed` in lib/host.cjs).
+ */
 function checkText(name, value) {
   if (typeof value !== 'string' || value.length === 0) {
     throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
   }
   if (value.includes('\u0000')) {
     throw new TypeError(`${name} must not contain the character U+0000 (PostgreSQL text cannot store it)`);
+  }
+  const at = value.search(LONE_SURROGATE);
+  if (at !== -1) {
+    // JSON escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
+    const got = value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+    throw new TypeError(`${name} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${got}`);
   }
 }
 
