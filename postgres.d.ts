@@ -67,6 +67,11 @@ export interface PostgresLockStoreOptions {
  *   rows of keys free for a while.
  * - Database and client errors reject unchanged; `false` from `renew`/`release` always
  *   means the live lease is not this owner's.
+ * - Each statement is meant to be a transaction of its own: give the store a Pool, or a
+ *   Client that is not inside a transaction of yours. Under REPEATABLE READ or
+ *   SERIALIZABLE (`default_transaction_isolation`), a statement that fails to serialize
+ *   (40001) is run again up to 3 times; an `acquire` that still fails answers
+ *   `undefined` (the key is contended), `renew` and `release` reject with the error.
  * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000, a lone surrogate) or `RangeError`
  *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
  */
@@ -86,7 +91,10 @@ export declare class PostgresLockStore {
    */
   ensureSchema(): Promise<void>;
 
-  /** Takes the lease if no live lease exists; `undefined` when it is held (by anyone: locks are not reentrant). */
+  /**
+   * Takes the lease if no live lease exists; `undefined` when it is held (by anyone: locks
+   * are not reentrant), or still contended after the retries of a serialization failure.
+   */
   acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
 
   /** Resets the lease to `ttlMs` from now (database time); `false` when the live lease is not `owner`'s. */

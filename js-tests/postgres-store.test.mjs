@@ -909,28 +909,91 @@ describe('keys', () => {
   });
 });
 
-describe('audit: isolation level', () => {
-  test('under default_transaction_isolation = repeatable read, racing acquires answer undefined instead of rejecting', async () => {
-    const rrPool = new pg.Pool({
-      ...server.connectionOptions,
-      max: 6,
-      options: '-c default_transaction_isolation=repeatable\\ read',
-    });
-    rrPool.on('error', noop);
-    try {
-      const { rows } = await rrPool.query('SHOW transaction_isolation');
-      assert.equal(rows[0].transaction_isolation, 'repeatable read');
-      const store = new PostgresLockStore({ client: rrPool, notify: false });
-      const failures = [];
-      for (let round = 0; round < 200 && failures.length === 0; round++) {
-        const key = uniqueKey('rr-race');
-        const answers = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => store.acquire(key, `o${i}`, 5000)));
-        for (const a of answers) if (a.status === 'rejected') failures.push(`round ${round}: ${a.reason.code} ${a.reason.message}`);
+// ---------------------------------------------------------------------------------
+// isolation levels: statements that fail to serialize are run again
+// ---------------------------------------------------------------------------------
+
+describe('isolation levels', () => {
+  for (const level of ['repeatable read', 'serializable']) {
+    test(`under default_transaction_isolation = ${level}, racing acquires answer one lease and undefined, never reject`, async () => {
+      const strictPool = new pg.Pool({
+        ...server.connectionOptions,
+        max: 6,
+        options: `-c default_transaction_isolation=${level.replace(' ', '\\ ')}`,
+      });
+      strictPool.on('error', noop);
+      try {
+        const { rows } = await strictPool.query('SHOW transaction_isolation');
+        assert.equal(rows[0].transaction_isolation, level);
+        const store = new PostgresLockStore({ client: strictPool, notify: false });
+        const failures = [];
+        for (let round = 0; round < 200 && failures.length === 0; round++) {
+          const key = uniqueKey('strict-race');
+          const answers = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => store.acquire(key, `o${i}`, 5000)));
+          for (const a of answers) if (a.status === 'rejected') failures.push(`round ${round}: ${a.reason.code} ${a.reason.message}`);
+          const leases = answers.filter((a) => a.status === 'fulfilled' && a.value !== undefined).length;
+          if (leases !== 1) failures.push(`round ${round}: ${leases} leases`);
+        }
+        assert.deepEqual(failures, []);
+      } finally {
+        await strictPool.end();
       }
-      assert.deepEqual(failures, []);
-    } finally {
-      await rrPool.end();
-    }
+    });
+  }
+
+  test('a statement that fails to serialize is run again, up to three times; then acquire answers undefined, renew and release reject', async () => {
+    let failuresLeft = 0;
+    const { client, calls } = recording({
+      async query(text, values) {
+        if (failuresLeft > 0) {
+          failuresLeft -= 1;
+          throw Object.assign(new Error('could not serialize access due to concurrent update'), { code: '40001' });
+        }
+        return pool.query(text, values);
+      },
+    });
+    const store = new PostgresLockStore({ client, notify: false });
+    const key = uniqueKey('retried');
+    const sent = async (fn) => {
+      const before = calls.length;
+      const answer = await fn().catch((e) => e);
+      return { answer, statements: calls.length - before };
+    };
+
+    failuresLeft = 3;
+    const taken = await sent(() => store.acquire(key, 'o', 5000));
+    assert.ok(taken.answer.fencingToken > 0);
+    assert.equal(taken.statements, 4, 'three failures, then the lease');
+    failuresLeft = 4;
+    assert.deepEqual(await sent(() => store.acquire(key, 'p', 5000)), { answer: undefined, statements: 4 });
+
+    failuresLeft = 2;
+    assert.deepEqual(await sent(() => store.renew(key, 'o', 5000)), { answer: true, statements: 3 });
+    failuresLeft = 4;
+    const renewed = await sent(() => store.renew(key, 'o', 5000));
+    assert.equal(renewed.answer.code, '40001');
+    assert.equal(renewed.statements, 4);
+
+    failuresLeft = 4;
+    const released = await sent(() => store.release(key, 'o'));
+    assert.equal(released.answer.code, '40001');
+    assert.equal(released.statements, 4);
+    assert.equal(await store.isLocked(key), true, 'a release that failed released nothing');
+    failuresLeft = 1;
+    assert.deepEqual(await sent(() => store.release(key, 'o')), { answer: true, statements: 2 });
+  });
+
+  test('other errors are not retried', async () => {
+    const { client, calls } = recording({
+      async query() {
+        throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      },
+    });
+    const store = new PostgresLockStore({ client, notify: false });
+    await assert.rejects(store.acquire('k', 'o', 5000), { code: '40P01' });
+    await assert.rejects(store.renew('k', 'o', 5000), { code: '40P01' });
+    await assert.rejects(store.release('k', 'o'), { code: '40P01' });
+    assert.equal(calls.length, 3);
   });
 
   test('through the engine under repeatable read: a waiter whose poll meets the release gets the lock, not a LockStoreError', async () => {

@@ -6,8 +6,9 @@
  * the client object it is given.
  *
  * What it promises
- * - One statement (one round trip) per `acquire`, `renew` and `release`. The release
- *   announcement (`pg_notify`) is part of the release statement.
+ * - One statement (one round trip) per `acquire`, `renew` and `release`, run again only
+ *   after a serialization failure (see Transactions). The release announcement
+ *   (`pg_notify`) is part of the release statement.
  * - Expiry is judged by the DATABASE clock (`clock_timestamp()`), never the client's:
  *   processes on machines with skewed clocks agree on who holds a lock.
  * - The fencing token is issued by the same statement that takes the lease, under the
@@ -17,8 +18,19 @@
  * - `renew` answering `false` and `release` answering `false` are definitive: the live
  *   lease is not this owner's. Every database or client error (connection refused,
  *   missing table, timeout, ...) rejects unchanged; nothing is turned into `false` or
- *   `undefined`.
+ *   `undefined`, but for an acquire that keeps meeting serialization failures.
  * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
+ *
+ * Transactions. Each statement is meant to be a transaction of its own: give the store
+ * a Pool, or a Client that runs no transaction of the caller's (a statement inside the
+ * caller's BEGIN would take part in it, its lease rolled back with it). Under
+ * `default_transaction_isolation` REPEATABLE READ or SERIALIZABLE, statements racing
+ * on one key fail with a serialization failure (40001) where READ COMMITTED would wait
+ * and go on. A failed statement changed nothing, so `acquire`, `renew` and `release`
+ * run it again, up to SERIALIZATION_RETRIES times, each time a new transaction with a
+ * new snapshot; an `acquire` that still fails answers `undefined`, as for a held key
+ * (the key is contended: the engine polls again), and `renew` and `release` reject
+ * with the error.
  *
  * The table. One row per key locked (and not pruned since):
  *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint
@@ -145,6 +157,10 @@ function toToken(reply) {
   return n;
 }
 
+function isSerializationFailure(err) {
+  return err != null && err.code === '40001';
+}
+
 function rowsOf(result, method) {
   const rows = result == null ? undefined : result.rows;
   if (!Array.isArray(rows)) {
@@ -154,6 +170,10 @@ function rowsOf(result, method) {
 }
 
 const MIN_RECONNECT_MS = 1000;
+// A serialization failure means another session's statement on the key committed
+// meanwhile; run again, the statement sees it. More than one in a row takes a key
+// changed as fast as statements run.
+const SERIALIZATION_RETRIES = 3;
 // How long the store's own listen connection stays open without a listener: a key that
 // is waited for again and again (a waiter leaves as it is granted, the next arrives)
 // keeps its connection instead of paying a connect each time.
@@ -263,13 +283,20 @@ class PostgresLockStore {
   /**
    * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
    * fencing token, or `undefined` when the key is held (by anyone, this owner included:
-   * locks are not reentrant). Rejects with the client's error when the database fails.
+   * locks are not reentrant) or keeps failing to serialize with other sessions'
+   * statements on it. Rejects with the client's error when the database fails.
    */
   async acquire(key, owner, ttlMs) {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    const rows = rowsOf(await this.#client.query(this.#sql.acquire, [key, owner, ttlMs]), 'acquire');
+    let rows;
+    try {
+      rows = await this.#leaseStatement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
+    } catch (err) {
+      if (isSerializationFailure(err)) return undefined; // contended: nothing was taken
+      throw err;
+    }
     if (rows.length === 0) return undefined;
     return { fencingToken: toToken(rows[0].token) };
   }
@@ -279,7 +306,7 @@ class PostgresLockStore {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    return rowsOf(await this.#client.query(this.#sql.renew, [key, owner, ttlMs]), 'renew').length > 0;
+    return (await this.#leaseStatement(this.#sql.renew, [key, owner, ttlMs], 'renew')).length > 0;
   }
 
   /**
@@ -291,7 +318,18 @@ class PostgresLockStore {
     checkText('key', key);
     checkText('owner', owner);
     const values = this.#notify ? [key, owner, this.#channel(key)] : [key, owner];
-    return rowsOf(await this.#client.query(this.#sql.release, values), 'release').length > 0;
+    return (await this.#leaseStatement(this.#sql.release, values, 'release')).length > 0;
+  }
+
+  /** Runs `statement`, again after a serialization failure (see Transactions at the top). */
+  async #leaseStatement(statement, values, method) {
+    for (let retries = 0; ; retries += 1) {
+      try {
+        return rowsOf(await this.#client.query(statement, values), method);
+      } catch (err) {
+        if (!isSerializationFailure(err) || retries === SERIALIZATION_RETRIES) throw err;
+      }
+    }
   }
 
   /** Whether a live lease exists on `key` (advisory). */
