@@ -6,6 +6,7 @@
 // keeps one timer, and turns results into Promises and error classes.
 
 const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine } = require('./errors.cjs');
+const { checkWellFormed } = require('./well-formed.cjs');
 
 // Status bits returned by every mutating engine call (core/src/host.rs).
 const EFFECTS = 16;
@@ -85,26 +86,6 @@ function describe(value) {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   return `${String(value)}`;
-}
-
-// In unicode mode a surrogate pair is one code point, outside this range: only a lone
-// surrogate matches.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-const isWellFormed =
-  typeof String.prototype.isWellFormed === 'function'
-    ? (text) => text.isWellFormed()
-    : (text) => !LONE_SURROGATE.test(text);
-
-/**
- * Rejects a string with a lone surrogate: both engines turn one into U+FFFD, so distinct
- * keys (or owners) would collide, and a JS store would see the text changed.
- */
-function checkWellFormed(text, arg) {
-  if (isWellFormed(text)) return;
-  // JSON escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
-  const got = text.length > 40 ? `a string of ${text.length} characters` : JSON.stringify(text);
-  const at = text.search(LONE_SURROGATE);
-  throw new TypeError(`${arg} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${got}`);
 }
 
 // The wasm engine's per-execution calls, over its `*Fast` exports that answer plain

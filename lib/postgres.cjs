@@ -64,6 +64,7 @@
 
 const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
+const { checkWellFormed } = require('./well-formed.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -81,15 +82,10 @@ function describe(value) {
   return String(value);
 }
 
-// In unicode mode a surrogate pair is one code point, outside this range: only a lone
-// surrogate matches.
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-
 /**
  * Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000), and
- * well-formed UTF-16: `pg` sends a lone surrogate as the bytes of U+FFFD, so distinct
- * keys (or owners) would share a row. The engine refuses them too, in the same words
- * (`checkWellFormed` in lib/host.cjs).
+ * well-formed UTF-16 (`pg` sends a lone surrogate as U+FFFD: distinct keys would share
+ * a row).
  */
 function checkText(name, value) {
   if (typeof value !== 'string' || value.length === 0) {
@@ -98,12 +94,7 @@ function checkText(name, value) {
   if (value.includes('\u0000')) {
     throw new TypeError(`${name} must not contain the character U+0000 (PostgreSQL text cannot store it)`);
   }
-  const at = value.search(LONE_SURROGATE);
-  if (at !== -1) {
-    // JSON escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
-    const got = value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
-    throw new TypeError(`${name} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${got}`);
-  }
+  checkWellFormed(value, name);
 }
 
 function checkTtl(value) {
@@ -121,6 +112,8 @@ function checkIdentifier(name, value) {
     throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
   }
   if (value.includes('\u0000')) throw new TypeError(`${name} must not contain the character U+0000`);
+  // Two names that differ only in a lone surrogate would name one table.
+  checkWellFormed(value, name);
   if (Buffer.byteLength(value, 'utf8') > 63) {
     throw new RangeError(`${name} must be at most 63 bytes long (a PostgreSQL identifier), got ${describe(value)}`);
   }
