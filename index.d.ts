@@ -20,10 +20,6 @@ export interface ResilienceContext {
   readonly properties: Map<string, unknown>;
 }
 
-/**
- * Lease storage. Every method must be atomic for its key. Fencing tokens must only ever
- * increase per key, across expiry and release.
- */
 /** A lease a store handed to a queued waiter as its holder released it. */
 export interface LockGrant {
   /** The waiter's owner id, as it passed it to `acquire`. */
@@ -38,6 +34,10 @@ export interface LockGrant {
   age?: number;
 }
 
+/**
+ * Lease storage. Every method must be atomic for its key. Fencing tokens must only ever
+ * increase per key, across expiry and release.
+ */
 export interface LockStore {
   /**
    * No live lease: store `{ owner, expires: now + ttlMs }`, bump the key's token, return it. Else `undefined`.

@@ -104,7 +104,10 @@ export interface RedisLockStoreOptions {
  *   (`ttlMs` not a positive safe integer), naming the argument.
  */
 export declare class RedisLockStore {
-  /** @throws {TypeError} when `client` is not an ioredis/node-redis client, or `prefix` is invalid. */
+  /**
+   * @throws {TypeError} when `client` is not an ioredis/node-redis client, or `prefix` is invalid.
+   * @throws {RangeError} when `handOffAfter` is not a non-negative integer number of milliseconds.
+   */
   constructor(options: RedisLockStoreOptions);
 
   /** The key prefix in use. */
