@@ -1,6 +1,6 @@
 // Entry for browsers and web workers (the `browser` and `worker` conditions): the wasm
-// engine, fetched and compiled from next to this file (bundlers that understand
-// `new URL(..., import.meta.url)` copy it along).
+// engine, fetched and compiled from the package's `dist/wasm/web/` (bundlers that
+// understand `new URL(..., import.meta.url)` copy it along).
 //
 // Browsers have no AsyncLocalStorage: `getLockToken(context)` always works, and
 // `getLockToken()` without a context sees the lock only during the synchronous part of

@@ -1,5 +1,5 @@
-// Entry for Deno (the `deno` condition): the wasm engine, read from next to this file
-// (needs --allow-read), with AsyncLocalStorage from `node:async_hooks`, so
+// Entry for Deno (the `deno` condition): the wasm engine, read from the package's
+// `dist/wasm/web/` (needs --allow-read), with AsyncLocalStorage from `node:async_hooks`, so
 // `getLockToken()` works across `await`. For the native addon in Deno, import
 // `leasehold/node` instead (with --allow-ffi --allow-read --allow-env).
 import { AsyncLocalStorage } from 'node:async_hooks';
