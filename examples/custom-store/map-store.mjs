@@ -33,7 +33,7 @@ export class MapLockStore {
     return true;
   }
 
-  // Optional and advisory: used by acquireLock handles and your own code.
+  // Optional and advisory, for your own code (main.mjs reads isLocked): the engine never calls them.
   async isLocked(key) {
     return this.#live(key) !== undefined;
   }
