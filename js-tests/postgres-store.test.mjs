@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import {
   engine,
+  FakeTimeProvider,
   ResiliencePipelineBuilder,
   LockStoreError,
   LockNotAcquiredError,
@@ -25,7 +26,7 @@ import { startPostgres, waitFor } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
 import { startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
-import { deferred } from './support/time.mjs';
+import { advance, deferred, flush } from './support/time.mjs';
 
 // A lost connection, a dead listener or a failing statement must never leave a
 // rejection unhandled or an exception uncaught.
@@ -565,40 +566,97 @@ describe('fencing tokens in SQL', () => {
 // ---------------------------------------------------------------------------------
 
 /**
- * Holds `key` through `holderStore`, starts a waiter through `waiterStore`, releases after
- * `holdMs` (placed between two polls: 50, 150, 350, 750, 1550 ms after the first try),
- * and resolves to how long after the release the waiter's callback ran.
+ * The channel a store on the default table NOTIFYs and LISTENs on for `key` (as
+ * PostgresLockStore names it): used to see when a LISTEN has taken effect.
  */
-async function handover(holderStore, waiterStore, key, holdMs) {
+const channelOf = (key) => `leasehold_${createHash('md5').update(`"leasehold_locks"\u0000${key}`, 'utf8').digest('hex')}`;
+
+/**
+ * Holds `key` through `holderStore`; a waiter waits through `waiterStore` on a fake
+ * clock, so it polls only when the test moves the clock: the test drives its tries to
+ * 0, 50, 150, 350 and 750 ms (the next poll due at 1550 ms). With `listening`, it waits
+ * until the waiter's LISTEN has taken effect. Then the holder releases, the clock
+ * standing still at 750 ms. Resolves once the holder has settled, to the waiter's
+ * execution, the fake instants of its tries, and the clock.
+ */
+async function handover(holderStore, waiterStore, key, { listening }) {
+  const clock = new FakeTimeProvider();
+  const tries = []; // fake ms of each try, recorded when the engine makes it
+  let answered = 0;
+  const waiterView = {
+    acquire(...args) {
+      tries.push(clock.now());
+      return waiterStore.acquire(...args).finally(() => {
+        answered += 1;
+      });
+    },
+    renew: (...args) => waiterStore.renew(...args),
+    release: (...args) => waiterStore.release(...args),
+    subscribe: (...args) => waiterStore.subscribe(...args),
+  };
   const holding = deferred();
   const release = deferred();
-  const holder = lock({ key, store: holderStore, ttl: '10s' }).execute(async () => {
+  const holder = lock({ key, store: holderStore, ttl: '30s' }).execute(async () => {
     holding.resolve();
     await release.promise;
   });
-  await holding.promise;
-  let ranAt;
-  const waiter = lock({ key, store: waiterStore, ttl: '10s', wait: '10s' }).execute(() => {
-    ranAt = performance.now();
-  });
-  await sleep(holdMs);
+  await within(5000, 'the holder', holding.promise);
+  const waiter = { ranAt: undefined };
+  waiter.execution = new ResiliencePipelineBuilder({ timeProvider: clock })
+    .addLock({ key, store: waiterView, ttl: '30s', wait: '10s' })
+    .build()
+    .execute(() => {
+      waiter.ranAt = clock.now();
+    });
+  const answeredTries = (n) => waitFor(`the waiter's try ${n} answered`, () => answered >= n, { timeoutMs: 10_000, intervalMs: 2 });
+  await answeredTries(1);
+  for (const [i, delay] of [50, 100, 200, 400].entries()) {
+    await flush(); // the engine has taken the answer and set its next poll
+    await advance(clock, delay);
+    await answeredTries(i + 2);
+  }
+  await flush();
+  assert.deepEqual(tries, [0, 50, 150, 350, 750], 'the waiter polled, backing off');
+  if (listening) {
+    const channel = channelOf(key);
+    await waitFor(
+      "the waiter's LISTEN in effect",
+      async () =>
+        (await admin.query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle' AND query LIKE '%LISTEN%' AND position($1 in query) > 0", [channel]))
+          .rowCount > 0,
+      { timeoutMs: 10_000, intervalMs: 5 },
+    );
+  }
   release.resolve();
-  await holder;
-  const releasedAt = performance.now();
-  await within(5000, 'the waiter', waiter);
-  return ranAt - releasedAt;
+  await within(5000, 'the holder settled', holder);
+  assert.equal(waiter.ranAt, undefined);
+  return { waiter, tries, clock, lastPollAt: 750, nextPollAt: 1550 };
+}
+
+/** The waiter ran with the clock standing still at its last poll: the NOTIFY woke it. */
+async function assertWoken(r) {
+  await within(10_000, 'the waiter (the clock standing still)', r.waiter.execution);
+  assert.equal(r.clock.now(), r.lastPollAt);
+  assert.equal(r.waiter.ranAt, r.lastPollAt, 'woken long before its next poll');
+  assert.deepEqual(r.tries, [0, 50, 150, 350, 750, 750], 'one try, at once, after the release');
 }
 
 describe('wake-on-release', () => {
-  test('a waiter is woken by NOTIFY at once, long before its next poll', async (t) => {
+  test('a waiter is woken by NOTIFY at once, long before its next poll', async () => {
     const store = newStore();
     assert.equal(store.canSubscribe, true, 'a store on a Pool can listen');
-    const woken = await handover(store, store, uniqueKey('wake'), 950);
+    await assertWoken(await handover(store, store, uniqueKey('wake'), { listening: true }));
+
     const polling = newStore({ notify: false });
-    const polled = await handover(polling, polling, uniqueKey('poll'), 950);
-    t.diagnostic(`handover after release: ${woken.toFixed(1)} ms with NOTIFY, ${polled.toFixed(1)} ms polling`);
-    assert.ok(woken < 150, `woken ${woken.toFixed(1)} ms after the release`);
-    assert.ok(polled > 300, `without NOTIFY the waiter waits for its poll (${polled.toFixed(1)} ms)`);
+    const polled = await handover(polling, polling, uniqueKey('poll'), { listening: false });
+    // Without NOTIFY the waiter waits for its poll: no try up to 1 ms before it (a try
+    // is recorded when the engine makes it), then the poll takes the key.
+    await advance(polled.clock, polled.nextPollAt - polled.lastPollAt - 1);
+    assert.deepEqual(polled.tries, [0, 50, 150, 350, 750], 'no wake-up without NOTIFY');
+    await advance(polled.clock, 1);
+    await within(10_000, 'the waiter, at its poll', polled.waiter.execution);
+    assert.deepEqual(polled.tries, [0, 50, 150, 350, 750, 1550]);
+    assert.equal(polled.waiter.ranAt, polled.nextPollAt);
   });
 
   test('across stores and connections: a release through one store wakes a waiter on another', async () => {
@@ -610,8 +668,7 @@ describe('wake-on-release', () => {
     stores.push(holderStore, waiterStore);
     assert.equal(holderStore.canSubscribe, false);
     assert.equal(waiterStore.canSubscribe, true);
-    const woken = await handover(holderStore, waiterStore, uniqueKey('cross'), 950);
-    assert.ok(woken < 150, `woken ${woken.toFixed(1)} ms after the release`);
+    await assertWoken(await handover(holderStore, waiterStore, uniqueKey('cross'), { listening: true }));
   });
 
   test('channels are reference counted, listeners that throw are ignored, expiry is not announced', async () => {
@@ -639,12 +696,17 @@ describe('wake-on-release', () => {
     stopThrowing();
     stopA();
     stopA(); // idempotent
-    await sleep(50);
+    // A marker: a listener on another key makes the store bring its LISTENs in line, one
+    // pass at a time, so an UNLISTEN of `key` would be sent by then (or with it).
+    const marker = uniqueKey('refcount-marker');
+    const markerSeen = [];
+    const stopMarker = store.subscribe(marker, () => markerSeen.push('marker'));
+    await waitFor('the marker LISTEN', () => calls.filter((c) => /LISTEN/.test(c.text)).length === 2, { timeoutMs: 10_000 });
     assert.equal(calls.filter((c) => /UNLISTEN/.test(c.text)).length, 0, 'still listened to by b');
     seen.length = 0;
     await store.acquire(key, 'o', 40);
-    await sleep(80); // expires: not announced
-    await store.acquire(key, 'p', 5000);
+    // expires (by the database clock): not announced
+    await waitFor('the lease expired', async () => (await store.acquire(key, 'p', 5000)) !== undefined, { timeoutMs: 10_000 });
     await store.release(key, 'p');
     await waitFor('b called once', () => seen.length === 1, { timeoutMs: 2000 });
     assert.deepEqual(seen, ['b']);
@@ -653,8 +715,13 @@ describe('wake-on-release', () => {
     await waitFor('one UNLISTEN', () => calls.some((c) => /^UNLISTEN/.test(c.text)), { timeoutMs: 2000 });
     await store.acquire(key, 'o', 5000);
     await store.release(key, 'o');
-    await sleep(50);
+    // Notifications reach the listen connection in commit order: once the marker's
+    // release (committed after) has been heard, one for `key` would have been too.
+    assert.ok(await store.acquire(marker, 'o', 5000));
+    await store.release(marker, 'o');
+    await waitFor('the marker release heard', () => markerSeen.length === 1, { timeoutMs: 10_000 });
     assert.deepEqual(seen, ['b'], 'no listener left');
+    stopMarker();
   });
 
   test('the listen connection dying is survived: no crash, a new one is opened, wake-ups resume', async () => {
