@@ -257,8 +257,9 @@ class PostgresLockStore {
       await this.#client.query(this.#sql.create);
     } catch (err) {
       // Two sessions creating the same table at once: the loser fails on the catalog's
-      // unique index (23505) or finds the table (42P07). The table exists now.
-      if (err == null || (err.code !== '23505' && err.code !== '42P07')) throw err;
+      // unique index (23505), or finds the table (42P07) or its row type (42710). The
+      // table exists now.
+      if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
       await this.#client.query(this.#sql.create);
     }
     try {
