@@ -336,6 +336,33 @@ describe('Redis restarts without persistence while a lease is held', () => {
  * ({ at: fake ms, answered, answer }) and the clock. `connect()` opens a client
  * (standalone by default); `beforeRelease(key)` runs just before A releases.
  */
+/**
+ * Waits until `listener`'s subscriber connection is live: B's store queues its owner
+ * (and so can be granted the lease) only once it listens for grants, from its first
+ * subscription on. B's polls on the fake clock take a few ms of real time; opening that
+ * connection (to every node of a cluster) can take longer. `releaser` takes and releases
+ * `probe` until `listener` hears of it.
+ */
+async function subscriberLive(listener, releaser, probe) {
+  let heard = false;
+  const stop = listener.subscribe(probe, () => {
+    heard = true;
+  });
+  try {
+    await waitFor(
+      "the waiter's subscriber connection",
+      async () => {
+        if (await releaser.acquire(probe, 'probe', 1000)) await releaser.release(probe, 'probe');
+        await flush();
+        return heard;
+      },
+      { timeoutMs: 10_000, intervalMs: 10 },
+    );
+  } finally {
+    stop();
+  }
+}
+
 async function handover(
   kind,
   { announce, connect = () => newClient(kind, server.port), prefix = 'handover', connectB = connect, prefixB = prefix, beforeRelease },
@@ -354,6 +381,7 @@ async function handover(
         release: (...args) => realB.release(...args),
       };
   assert.equal(typeof storeB.subscribe === 'function', announce);
+  if (announce) await subscriberLive(realB, storeA, `${key}:probe`);
 
   // A runs on the real clock: its lease only has to outlast the test's few steps.
   const holdingA = deferred();
