@@ -113,6 +113,7 @@ describe('acquireLock', () => {
     assert.equal(store.size, 0, 'every lease lapsed');
     assert.equal(host.engine.liveExecutions(), 0, 'engine executions kept for lapsed leases');
     assert.equal(host.execs.size, 0, 'host records kept for lapsed leases');
+    assert.equal(leases[0].signal.aborted, false, 'a lease without renewals lapses, as it said it would: no loss');
     assert.equal(await leases[0].extend(), false);
     assert.equal(await leases[0].release(), false);
     // An auto-renewed lease that is lost (its renewal refused) is wound down the same way.
@@ -124,6 +125,20 @@ describe('acquireLock', () => {
     assert.equal(host.execs.size, 0);
     assert.equal(await lost.release(), false);
     assert.deepEqual(refusing.times('release'), [], 'a lease the store refused to renew is not its to release');
+  });
+
+  test('a lease its holder shortens goes to the first waiter at its new end, not the old one', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const holder = await acquireLock(store, 'k', 1000);
+    let waiterGotAt;
+    const waiter = acquireLock(store, 'k', 1000, { wait: 5000 }).then((lease) => ((waiterGotAt = clock.now()), lease));
+    clock.advance(50);
+    assert.equal(await holder.extend(100), true); // the lease now ends at 150
+    await advance(clock, 150, 50);
+    assert.equal(waiterGotAt, 150);
+    assert.ok(await waiter);
+    assert.equal(await acquireLock(store, 'k', 1000), undefined, 'the waiter holds it; a newcomer waits its turn');
   });
 
   test('abort while waiting rejects with the reason', async () => {

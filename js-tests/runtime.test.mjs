@@ -391,12 +391,15 @@ test('getLockToken() is undefined in a continuation that runs after its executio
   const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k' }).build();
   let fire;
   let later;
-  const token = await pipeline.execute(() => {
+  let context;
+  const token = await pipeline.execute((ctx) => {
+    context = ctx;
     // Detached work, started under the lock, run after it (a timer or an event does the same).
     later = new Promise((resolve) => (fire = resolve)).then(() => getLockToken());
-    return getLockToken();
+    return getLockToken(ctx);
   });
   assert.equal(typeof token, 'number');
   fire();
   assert.equal(await later, undefined, 'the lock was released before the continuation ran');
+  assert.equal(getLockToken(context), undefined, 'the same through the context itself (the browser form)');
 });

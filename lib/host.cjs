@@ -1484,7 +1484,7 @@ function createApi(binding, options) {
   /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
   function getLockToken(context) {
     if (context !== undefined) {
-      if (context instanceof ResilienceContext) return context._token;
+      if (context instanceof ResilienceContext) return context._rec?.finished ? undefined : context._token;
       if (context === null || typeof context !== 'object' || !(context.properties instanceof Map)) {
         throw new TypeError(`context must be an execution context, got ${describe(context)}`);
       }

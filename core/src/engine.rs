@@ -542,7 +542,12 @@ impl Engine {
     pub fn memory_renew(&mut self, store: u32, key: &str, owner: &str, ttl: Millis) -> Result<bool, LockError> {
         self.tick();
         let now = self.time;
-        Ok(self.memory_store(store)?.renew(key, owner, ttl, now))
+        let before = self.memory_store(store)?.expires_at(key, now);
+        let renewed = self.memory_store(store)?.renew(key, owner, ttl, now);
+        if renewed {
+            self.lease_moved(StoreRef::Memory(store), key, before, now.saturating_add(ttl));
+        }
+        Ok(renewed)
     }
 
     /// `release` on a memory store, as a user calls it directly; wakes the first waiter
@@ -1119,8 +1124,13 @@ impl Engine {
                 // it, only the first may take it. Not a newcomer that comes as the lease
                 // lapses before the first waiter's timer fires, nor a later waiter's last
                 // try at its deadline.
-                let behind = !self.queues.is_empty() && self.queues.head(store, &l.spec.key).is_some_and(|h| h != exec);
-                let result = if behind {
+                let head = if self.queues.is_empty() { None } else { self.queues.head(store, &l.spec.key) };
+                let result = if let Some(head) = head.filter(|&h| h != exec) {
+                    // A key that ended before its first waiter was told (a shorter lease
+                    // set through the store, say): that waiter takes it now, this try after.
+                    if !self.memory[id as usize].is_held(&l.spec.key, now) {
+                        self.try_new_head(head);
+                    }
                     TryResult::Held { until: None }
                 } else {
                     match self.memory[id as usize].try_acquire(&l.spec.key, &l.owner, ttl, now) {
@@ -1259,6 +1269,21 @@ impl Engine {
         }
     }
 
+    /// The memory lease on `key` now ends at `until` instead of `before` (a renewal or an
+    /// extend to a shorter ttl): its first waiter, told the old end, tries at the new one.
+    fn lease_moved(&mut self, store: StoreRef, key: &str, before: Option<Millis>, until: Millis) {
+        if before.is_none_or(|b| until >= b) {
+            return;
+        }
+        let Some(head) = self.queues.head(store, key) else { return };
+        let layer = self.execs.get(&head).map_or(0, current_layer);
+        let Some(a) = self.acquiring_mut(head, layer) else { return };
+        if a.in_flight.is_none() && a.next_try.is_some_and(|t| t > until) {
+            a.next_try = Some(until);
+            self.arm_acquiring(head, layer);
+        }
+    }
+
     /// Lets `exec`, the new head of a queue whose head gave up, try now. A head that gives
     /// up in turn (its deadline has passed too) hands on to the next one: that chain,
     /// as long as the queue (thousands of waiters with one deadline), runs as a loop here,
@@ -1310,7 +1335,12 @@ impl Engine {
         match store {
             StoreRef::Memory(id) => {
                 let l = &self.execs[&exec].layers[layer as usize];
+                let before = self.memory[id as usize].expires_at(&l.spec.key, now);
                 let renewed = self.memory[id as usize].renew(&l.spec.key, &l.owner, ttl, now);
+                if renewed && before.is_some_and(|b| now.saturating_add(ttl) < b) {
+                    let key = l.spec.key.clone();
+                    self.lease_moved(store, &key, before, now.saturating_add(ttl));
+                }
                 self.on_renew(exec, layer, now, ttl, Ok(renewed));
             }
             StoreRef::External { id, .. } => {
@@ -1421,7 +1451,7 @@ impl Engine {
         self.event(exec, layer, Event::Lost);
         let Some(e) = self.execs.get_mut(&exec) else { return };
         e.lost.get_or_insert(layer);
-        let manual = e.options.manual;
+        let (manual, renews) = (e.options.manual, e.options.renew);
         match e.phase {
             // Only its holder's release() ends a manual lease, and a holder may never call
             // it (a lease taken to run a job at most once a minute, left to lapse). One that
@@ -1434,7 +1464,11 @@ impl Engine {
                     self.effects.remove(run);
                     self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
                 } else {
-                    self.effects.push_back(Effect::Lost { exec, layer });
+                    // Only an auto-renewed lease is lost to its holder (its signal aborts);
+                    // one without renewals simply lapses, as its holder was told it would.
+                    if renews {
+                        self.effects.push_back(Effect::Lost { exec, layer });
+                    }
                     self.wind_down(exec, Outcome::Value);
                 }
             }

@@ -863,12 +863,58 @@ fn a_manual_lease_granted_and_over_before_the_host_took_the_grant_is_not_acquire
 }
 
 #[test]
+fn an_auto_renewed_manual_lease_that_is_lost_tells_its_holder_and_is_wound_down() {
+    let mut e = engine();
+    let auto = ExecOptions { renew: true, telemetry: false, manual: true };
+    held_external(&mut e, 3_000, auto);
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    let effects = drain(&mut e);
+    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
+    assert_eq!(settled(&effects, 1), Some(&Outcome::NotHeld));
+    assert_eq!(e.live_executions(), 0);
+}
+
+#[test]
+fn a_memory_lease_shortened_by_its_holder_goes_to_the_first_waiter_at_its_new_end() {
+    let mut e = engine();
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    e.start(2, vec![lock(MEM, "k", 1_000, Some(5_000))], ExecOptions::default()).unwrap();
+    e.advance(50).unwrap();
+    assert_eq!(e.extend(1, Some(100)).unwrap(), Extend::Done(true), "the lease now ends at 150");
+    e.advance(100).unwrap();
+    assert!(ran(&drain(&mut e), 2), "the waiter takes the key at 150, not at the old end (1000)");
+    // The same through the store itself, and a newcomer meanwhile waits its turn.
+    let mut e = engine();
+    assert!(e.memory_acquire(DEFAULT_MEMORY_STORE, "k", "direct", 1_000).unwrap().is_some());
+    e.start(2, vec![lock(MEM, "k", 1_000, Some(5_000))], ExecOptions::default()).unwrap();
+    assert!(e.memory_renew(DEFAULT_MEMORY_STORE, "k", "direct", 100).unwrap());
+    e.advance(100).unwrap();
+    assert!(ran(&drain(&mut e), 2));
+}
+
+#[test]
+fn a_newcomer_on_a_key_that_ended_unseen_lets_the_first_waiter_take_it() {
+    let (mut e, time) = hand_engine();
+    e.start(1, vec![lock(MEM, "k", 1_000, None)], MANUAL).unwrap();
+    e.start(2, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap();
+    // The lease lapsed at 1 000; the host timer has not fired (a busy event loop).
+    time.set(1_005);
+    let newcomer = e.start(3, vec![lock(MEM, "k", 1_000, Some(0))], ExecOptions::default()).unwrap();
+    assert_eq!(newcomer, Start::Pending);
+    let effects = drain(&mut e);
+    assert!(ran(&effects, 2), "the first waiter took the key at the newcomer's try: {effects:?}");
+    assert_eq!(settled(&effects, 3), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+}
+
+#[test]
 fn a_manual_lease_that_lapses_is_wound_down_and_a_release_meanwhile_waits_for_it() {
     let mut e = engine();
     held_external(&mut e, 1_000, MANUAL);
     e.advance(1_000).unwrap();
     let (calls, effects) = split(&mut e);
-    assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
+    assert!(effects.is_empty(), "a lease without renewals lapses, as its holder was told: {effects:?}");
     assert_eq!(calls.len(), 1, "the store may still hold it for a moment: released as its owner");
     assert_eq!(calls[0].method, StoreMethod::Release);
     assert_eq!(e.finish(1, true).unwrap(), Finish::Pending, "release() while that release is in flight");
