@@ -810,10 +810,16 @@ describe('the listen connection of a store on a Pool', () => {
       });
       assert.equal(localPool.totalCount, 0, 'not taken from the pool');
       stopFirst();
-      // The next waiter on the key, soon after: the same connection.
-      await sleep(100);
-      const stopSecond = store.subscribe(key, noop);
-      await sleep(100);
+      // The next waiter on the key, soon after: it is woken through the same connection.
+      let heard = 0;
+      const stopSecond = store.subscribe(key, () => {
+        heard += 1;
+      });
+      // Taken and released through another pool, whose connections are not counted here.
+      const other = newStore();
+      await other.acquire(key, 'o', 5000);
+      await other.release(key, 'o');
+      await waitFor('the second waiter woken', () => heard === 1, { timeoutMs: 5000 });
       assert.deepEqual(await backends(application_name), [listener], 'kept while a waiter follows another');
       stopSecond();
       await waitFor('the listen connection to close', async () => (await backends(application_name)).length === 0, {
@@ -843,7 +849,8 @@ describe('the listen connection of a store on a Pool', () => {
   });
 
   test('on a Pool of max 1 (serverless), a waiter does not starve the holder and itself of the only connection', async () => {
-    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1 });
+    const application_name = uniqueKey('leasehold-max-one');
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 1, application_name });
     localPool.on('error', noop);
     const store = new PostgresLockStore({ client: localPool });
     const key = uniqueKey('max-one');
@@ -857,7 +864,14 @@ describe('the listen connection of a store on a Pool', () => {
       });
       await holding.promise;
       const waiter = lock({ key, store, ttl: '2s', wait: '3s' }).execute(() => 'waiter');
-      await sleep(200); // the waiter found the key held and subscribed
+      // The waiter found the key held and listens for its release.
+      await waitFor('the waiter listening', async () => {
+        const { rows } = await admin.query(
+          "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+          [application_name],
+        );
+        return rows.length === 1;
+      });
       release.resolve();
       const outcome = await within(
         6000,
@@ -875,7 +889,8 @@ describe('the listen connection of a store on a Pool', () => {
   });
 
   test('leaves the pool usable: two stores on a Pool of max 2, each having had a waiter', async (t) => {
-    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2 });
+    const application_name = uniqueKey('leasehold-two-stores');
+    const localPool = new pg.Pool({ ...server.connectionOptions, max: 2, application_name });
     localPool.on('error', noop);
     // Two stores on one pool (say, two tables, or a store made per module); each has had one waiter, long gone.
     const tables = [uniqueKey('two_stores_a'), uniqueKey('two_stores_b')];
@@ -884,10 +899,15 @@ describe('the listen connection of a store on a Pool', () => {
       for (const s of twoStores) {
         await s.ensureSchema();
         const stop = s.subscribe('k', noop); // what the engine does for a waiter
-        await sleep(100);
+        await waitFor('the waiter listening', async () => {
+          const { rows } = await admin.query(
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+            [application_name],
+          );
+          return rows.length >= 1;
+        });
         stop(); // the waiter got the lock, or gave up
       }
-      await sleep(200);
       t.diagnostic(`pool after the waiters left: total ${localPool.totalCount}, idle ${localPool.idleCount}, waiting ${localPool.waitingCount}`);
       const answer = await within(3000, 'an ordinary pool.query', localPool.query('SELECT 1 AS one')).catch((e) => e);
       assert.ok(!(answer instanceof Error), `${answer?.message}`);
