@@ -69,7 +69,7 @@ function ensureBuilt() {
 ensureInstalled();
 const engines = ensureBuilt();
 const { median, fmtInt, fmtMs, fmtRatio, fmtBytes } = await import('./support/stats.mjs');
-const { engineEnv, startChild, runChild } = await import('./support/children.mjs');
+const { engineEnv, startFleet, runChild } = await import('./support/children.mjs');
 const { startRedisServer } = await import('../js-tests/support/redis.mjs');
 const { serverCpuMs } = await import('./support/redis-client.mjs');
 
@@ -357,14 +357,16 @@ try {
     const r = await interleave(libs, roundsOf(p), async (lib) => {
       await flush();
       const key = `bench:contended:${lib}`;
-      const fleet = Array.from({ length: p.processes }, () =>
-        startChild(REDIS_CHILD, { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } }, {
+      const fleet = await startFleet(
+        p.processes,
+        REDIS_CHILD,
+        { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } },
+        {
           env: engineEnv(lib),
           // The contended warm-up and the measured part each stop at the deadline.
           timeoutMs: 2 * p.deadlineMs + 60_000,
-        }),
+        },
       );
-      await Promise.race([Promise.all(fleet.map((c) => c.ready)), Promise.all(fleet.map((c) => c.result))]);
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));
       // Counted from when the last process reached the measured part (it read Redis's CPU).

@@ -20,7 +20,7 @@
 
 import { fileURLToPath } from 'node:url';
 import { commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
-import { readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
+import { readyThenWaitForGo, runAsChild, startFleet } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -181,10 +181,10 @@ const profDir = process.argv.find((a) => a.startsWith('--prof='))?.slice('--prof
 const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', profDir] : [];
 const server = await startRedisServer();
 try {
-  const fleet = Array.from({ length: processes }, () =>
-    startChild(SELF, { port: server.port, key: 'k', count: perProcess, linger, warmup, episodes }, { timeoutMs: 120_000, nodeArgs }),
-  );
-  await Promise.all(fleet.map((f) => f.ready));
+  const fleet = await startFleet(processes, SELF, { port: server.port, key: 'k', count: perProcess, linger, warmup, episodes }, {
+    timeoutMs: 120_000,
+    nodeArgs,
+  });
   const t0 = performance.now();
   for (const f of fleet) f.go();
   const outs = await Promise.all(fleet.map((f) => f.result));

@@ -27,7 +27,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { call, commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
-import { engineEnv, readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
+import { engineEnv, readyThenWaitForGo, runAsChild, startFleet } from '../support/children.mjs';
 import { connect, meet, serverCpuMs } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
@@ -143,11 +143,8 @@ try {
     for (const lib of libs) {
       await call(server.port, ['FLUSHALL']);
       const key = `fleet:${lib}`;
-      const env = engineEnv(lib);
-      const fleet = Array.from({ length: processes }, () =>
-        startChild(SELF, { lib, port: server.port, key, count: perProcess, processes, contendedWarmup }, { env, nodeArgs, timeoutMs: 120_000 }),
-      );
-      await Promise.all(fleet.map((c) => c.ready));
+      const payload = { lib, port: server.port, key, count: perProcess, processes, contendedWarmup };
+      const fleet = await startFleet(processes, SELF, payload, { env: engineEnv(lib), nodeArgs, timeoutMs: 120_000 });
       await call(server.port, ['CONFIG', 'RESETSTAT']);
       const serverCpu0 = await serverCpuMs(server.port);
       for (const c of fleet) c.go();

@@ -10,7 +10,7 @@
 // turn left the key free until a queued owner polled.)
 
 import { startRedisServer } from '../../js-tests/support/redis.mjs';
-import { startChild } from '../support/children.mjs';
+import { startFleet } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 
 const TRACE = new URL('./contended-trace.mjs', import.meta.url).pathname;
@@ -18,10 +18,7 @@ const LEASE = 'trace:{k}';
 const server = await startRedisServer();
 const client = await connect(server.port);
 try {
-  const fleet = Array.from({ length: 8 }, () =>
-    startChild(TRACE, { port: server.port, key: 'k', count: 500, warmup: 1000 }, { timeoutMs: 120_000 }),
-  );
-  await Promise.all(fleet.map((f) => f.ready));
+  const fleet = await startFleet(8, TRACE, { port: server.port, key: 'k', count: 500, warmup: 1000 }, { timeoutMs: 120_000 });
   for (const f of fleet) f.go();
   let done = false;
   const finished = Promise.all(fleet.map((f) => f.result)).finally(() => {

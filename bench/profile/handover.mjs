@@ -15,7 +15,7 @@
 import { fileURLToPath } from 'node:url';
 import { call, commandStats, startRedisServer } from '../../js-tests/support/redis.mjs';
 import { createRedisLock } from '../adapters/redis.mjs';
-import { engineEnv, readyThenWaitForGo, runAsChild, startChild } from '../support/children.mjs';
+import { engineEnv, readyThenWaitForGo, runAsChild, startFleet } from '../support/children.mjs';
 import { connect } from '../support/redis-client.mjs';
 import { median } from '../support/stats.mjs';
 
@@ -59,11 +59,8 @@ try {
     for (const lib of libs) {
       await call(server.port, ['FLUSHALL']);
       const key = `handover:${lib}`;
-      const env = engineEnv(lib);
-      const fleet = Array.from({ length: processes }, () =>
-        startChild(SELF, { lib, port: server.port, key, count: perProcess }, { env, timeoutMs: 120_000 }),
-      );
-      await Promise.all(fleet.map((c) => c.ready));
+      const payload = { lib, port: server.port, key, count: perProcess };
+      const fleet = await startFleet(processes, SELF, payload, { env: engineEnv(lib), timeoutMs: 120_000 });
       await call(server.port, ['CONFIG', 'RESETSTAT']);
       for (const c of fleet) c.go();
       const outs = await Promise.all(fleet.map((c) => c.result));

@@ -66,6 +66,17 @@ export function startChild(script, payload, { env = {}, nodeArgs = [], timeoutMs
   };
 }
 
+/**
+ * Starts `count` children of `script`, each with `payload` and `options`, and resolves
+ * to them once every one is ready; rejects as soon as one fails instead (a child that
+ * dies before its ready line would otherwise be waited for forever).
+ */
+export async function startFleet(count, script, payload, options) {
+  const fleet = Array.from({ length: count }, () => startChild(script, payload, options));
+  await Promise.race([Promise.all(fleet.map((c) => c.ready)), Promise.all(fleet.map((c) => c.result))]);
+  return fleet;
+}
+
 /** Runs one child to its end and resolves to its result. */
 export function runChild(script, payload, options) {
   const child = startChild(script, payload, options);
