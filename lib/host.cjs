@@ -647,14 +647,7 @@ function createApi(binding, options) {
       if (now + whole + fraction > Number.MAX_SAFE_INTEGER) {
         throw new RangeError(`ms must not move the clock (now ${now + this.#fraction}) past Number.MAX_SAFE_INTEGER, got ${describe(ms)}`);
       }
-      // The engine takes a step of at most MAX_TIMER_MS (its longest duration); a longer
-      // one is taken in such steps, each running its due timers in order, as one would.
-      let left = whole;
-      do {
-        const step = Math.min(left, MAX_TIMER_MS);
-        host.call(() => host.engine.advance(step));
-        left -= step;
-      } while (left > 0);
+      host.call(() => host.engine.advance(whole));
       this.#fraction = fraction;
     }
   }
@@ -1397,9 +1390,10 @@ function createApi(binding, options) {
         throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
       }
       if (typeof autoRenew !== 'boolean') throw new TypeError(`autoRenew must be a boolean, got ${describe(autoRenew)}`);
-      const host = store instanceof MemoryLockStore ? store[HOST] : hostOf(timeProvider, 'timeProvider');
+      const memory = store instanceof MemoryLockStore;
+      const host = memory ? store[HOST] : hostOf(timeProvider, 'timeProvider');
       // A memory store's leases run on its own clock: another one here would be ignored.
-      if (timeProvider !== undefined && hostOf(timeProvider, 'timeProvider') !== host) {
+      if (memory && timeProvider !== undefined && hostOf(timeProvider, 'timeProvider') !== host) {
         throw new TypeError("timeProvider must be the MemoryLockStore's own time provider (or left out): its leases run on the store's clock");
       }
       if (host.dead) throw host.dead;

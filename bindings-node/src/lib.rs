@@ -253,7 +253,7 @@ impl NativeEngine {
 
     #[napi(catch_unwind)]
     pub fn advance(&mut self, ms: f64) -> Result<u32, Code> {
-        let ms = leasehold_core::duration::from_millis(ms, "ms").map_err(|e| to_js_error(e.into()))?;
+        let ms = leasehold_core::duration::clock_step(ms, "ms").map_err(|e| to_js_error(e.into()))?;
         self.inner.advance(ms).map_err(to_js_error)?;
         Ok(self.flags())
     }

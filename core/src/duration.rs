@@ -2,7 +2,7 @@
 //! `1h` and `1m30s`.
 
 use crate::error::ArgError;
-use crate::Millis;
+use crate::{Millis, MAX_FAKE_TIME};
 
 /// The longest duration a lease or a wait may have: 2^31 − 1 ms (about 24.8 days), the
 /// longest delay every JavaScript host can put on one timer.
@@ -17,14 +17,32 @@ pub const MAX_DURATION_MS: Millis = 2_147_483_647;
 /// [`ArgError`] of kind range when `ms` is NaN, infinite, negative, or above
 /// [`MAX_DURATION_MS`].
 pub fn from_millis(ms: f64, arg: &str) -> Result<Millis, ArgError> {
+    whole_millis(ms, arg, MAX_DURATION_MS, || too_long(ms, arg))
+}
+
+/// Converts a step of a fake clock (`FakeTimeProvider.advance`) given in milliseconds:
+/// not a lease, so it may be as long as the clock's whole range, [`MAX_FAKE_TIME`].
+/// Fractions round up, as for [`from_millis`].
+///
+/// # Errors
+/// [`ArgError`] of kind range when `ms` is NaN, infinite, negative, or above
+/// [`MAX_FAKE_TIME`].
+pub fn clock_step(ms: f64, arg: &str) -> Result<Millis, ArgError> {
+    whole_millis(ms, arg, MAX_FAKE_TIME, || {
+        ArgError::range(arg, format!("{arg} must be at most {MAX_FAKE_TIME} ms, got {}", show(ms)))
+    })
+}
+
+/// `ms` rounded up to whole milliseconds, when it is a number from 0 to `max`.
+fn whole_millis(ms: f64, arg: &str, max: Millis, too_long: impl FnOnce() -> ArgError) -> Result<Millis, ArgError> {
     if ms.is_nan() {
         return Err(ArgError::range(arg, format!("{arg} must be a number of milliseconds, got NaN")));
     }
     if ms < 0.0 {
         return Err(ArgError::range(arg, format!("{arg} must not be negative, got {}", show(ms))));
     }
-    if ms > MAX_DURATION_MS as f64 {
-        return Err(too_long(ms, arg));
+    if ms > max as f64 {
+        return Err(too_long());
     }
     Ok(ms.ceil() as Millis)
 }
@@ -151,6 +169,17 @@ pub(crate) fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_step_may_be_longer_than_a_lease_but_not_than_the_clock() {
+        assert_eq!(clock_step(2f64.powi(31), "ms").unwrap(), 1 << 31);
+        assert_eq!(clock_step(0.5, "ms").unwrap(), 1);
+        assert_eq!(clock_step(MAX_FAKE_TIME as f64, "ms").unwrap(), MAX_FAKE_TIME);
+        for bad in [f64::NAN, -1.0, f64::INFINITY, 2f64.powi(53)] {
+            assert!(clock_step(bad, "ms").is_err(), "{bad}");
+        }
+        assert!(from_millis(2f64.powi(31), "ttl").is_err(), "a lease is still bounded by one timer");
+    }
 
     #[test]
     fn parses_every_unit_and_combinations() {

@@ -542,8 +542,9 @@ impl Engine {
     pub fn memory_renew(&mut self, store: u32, key: &str, owner: &str, ttl: Millis) -> Result<bool, LockError> {
         self.tick();
         let now = self.time;
-        let before = self.memory_store(store)?.expires_at(key, now);
-        let renewed = self.memory_store(store)?.renew(key, owner, ttl, now);
+        let memory = self.memory_store(store)?;
+        let before = memory.expires_at(key, now);
+        let renewed = memory.renew(key, owner, ttl, now);
         if renewed {
             self.lease_moved(StoreRef::Memory(store), key, before, now.saturating_add(ttl));
         }
@@ -706,16 +707,15 @@ impl Engine {
     pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
         self.tick();
         let now = self.time;
-        let Some(e) = self.execs.get(&exec) else {
-            return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
-        };
+        let not_running = || LockError::from(ArgError::range("exec", format!("execution {exec} is not running")));
+        let Some(e) = self.execs.get(&exec) else { return Err(not_running()) };
         // A manual lease lost or lapsed is wound down on its own (see `lose`): a release()
         // that comes meanwhile waits for that settlement.
         if e.options.manual && e.phase == Phase::Releasing {
             return Ok(Finish::Pending);
         }
         if e.phase != Phase::Running {
-            return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
+            return Err(not_running());
         }
         // A callback that kept the host busy past its lease's expiry settles before the
         // expiry timer can fire: the loss is found here instead, as that timer would have.
@@ -731,9 +731,7 @@ impl Engine {
             }
         }
         let outcome = {
-            let Some(e) = self.execs.get(&exec) else {
-                return Err(ArgError::range("exec", format!("execution {exec} is not running")).into());
-            };
+            let Some(e) = self.execs.get(&exec) else { return Err(not_running()) };
             match (ok, e.lost) {
                 (true, _) => Outcome::Value,
                 (false, Some(layer)) => {
