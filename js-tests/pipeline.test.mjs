@@ -489,6 +489,32 @@ describe('cancellation', () => {
     await assert.rejects(pipeline.execute(() => 1, { signal: controller.signal }), /before/);
   });
 
+  test('a key function that aborts the signal: rejects with the reason at once, does not wait for the key', async () => {
+    const clock = new FakeTimeProvider();
+    const controller = new AbortController();
+    const reason = new Error('aborted while choosing the key');
+    const pipeline = pipelineOn(clock, {
+      key: () => {
+        controller.abort(reason);
+        return 'k';
+      },
+      wait: '1m',
+    });
+    const holding = deferred();
+    const holder = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'k' }).build().execute(() => holding.promise);
+    let ran = false;
+    const outcome = pipeline.execute(() => (ran = true), { signal: controller.signal }).catch((e) => e);
+    // No time passes: a waiter would still be waiting, with its minute ahead of it.
+    await flush(5);
+    const settled = await Promise.race([outcome, Promise.resolve('still waiting')]);
+    assert.equal(settled, reason);
+    assert.equal(ran, false);
+    holding.resolve();
+    await holder;
+    // The key was not kept by the execution that gave up.
+    assert.equal(await pipelineOn(clock, { key: 'k' }).execute(() => 'free'), 'free');
+  });
+
   test('aborted while running: the callback signal aborts with the caller reason', async () => {
     const pipeline = pipelineOn(new FakeTimeProvider(), { key: 'k' });
     const controller = new AbortController();

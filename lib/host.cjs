@@ -1114,6 +1114,8 @@ function createApi(binding, options) {
       const keys =
         this.fixedKeys ??
         (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
+      // A key function may have aborted the signal: its 'abort' event has fired already.
+      if (signal?.aborted) throw signal.reason;
       rec.keys = keys;
       rec.resolve = resolve;
       rec.reject = reject;
