@@ -22,6 +22,43 @@ test('a Rust panic surfaces as an Error and the process lives on', async () => {
   assert.equal(await pipeline.execute(() => 'still alive'), 'still alive');
 });
 
+/** Runs `panicForTests` in a fresh process; what it wrote to stderr and the Error's message. */
+function panicInChild(env) {
+  const script = `
+    import api from 'leasehold';
+    const internals = api[Symbol.for('leasehold.internals')];
+    const engine = new internals.binding.Engine(true, 0, new Uint8Array(32));
+    try {
+      internals.call(() => engine.panicForTests());
+    } catch (error) {
+      console.log(JSON.stringify({ code: error.code, message: error.message }));
+    }
+  `;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  return { stderr: child.stderr, error: JSON.parse(child.stdout) };
+}
+
+test("a caught panic writes nothing to stderr; its Error carries the panic's message", () => {
+  const env = { ...process.env };
+  delete env.RUST_BACKTRACE;
+  const { stderr, error } = panicInChild(env);
+  assert.equal(stderr, '');
+  assert.equal(error.code, 'LEASEHOLD_ENGINE_FAILURE');
+  assert.match(error.message, /^leasehold engine failure: leasehold: a panic forced by a test/);
+});
+
+test('with RUST_BACKTRACE set, the native engine prints a panic as Rust does', { skip: api.engine !== 'native' }, () => {
+  const { stderr, error } = panicInChild({ ...process.env, RUST_BACKTRACE: '1' });
+  assert.match(stderr, /panicked at .*\n.*a panic forced by a test/);
+  assert.equal(error.code, 'LEASEHOLD_ENGINE_FAILURE');
+});
+
 test('an engine failure while handing a manual lease over rejects its acquireLock and frees the key', async () => {
   const clock = new FakeTimeProvider();
   const store = new MemoryLockStore({ timeProvider: clock });

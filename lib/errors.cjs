@@ -40,8 +40,12 @@ function isRejection(error) {
   return error instanceof LockNotAcquiredError;
 }
 
-/** An error thrown by an engine call (argument errors, a caught panic) as JS users expect it. */
-function fromEngine(error) {
+/**
+ * An error thrown by an engine call (argument errors, a caught panic) as JS users expect
+ * it. `takePanic`, where the engine has one (wasm), gives the message of the panic behind
+ * a trap, which itself says only "unreachable".
+ */
+function fromEngine(error, takePanic) {
   if (!error || typeof error !== 'object') return new Error(String(error));
   // Already converted (an error passed through twice).
   if (error.code === 'LEASEHOLD_ENGINE_FAILURE' || error instanceof TypeError || error instanceof RangeError) {
@@ -60,7 +64,9 @@ function fromEngine(error) {
     }
     default: {
       // A Rust panic caught at the boundary (napi) or a wasm trap: an Error, never a crash.
-      const e = new Error(`leasehold engine failure: ${error.message}`, { cause: error });
+      const trap = typeof WebAssembly === 'object' && error instanceof WebAssembly.RuntimeError;
+      const panic = trap ? takePanic?.() : undefined;
+      const e = new Error(`leasehold engine failure: ${panic ?? error.message}`, { cause: error });
       e.code = 'LEASEHOLD_ENGINE_FAILURE';
       return e;
     }

@@ -5,7 +5,7 @@
 // asks: it calls JS stores and reports their answers, runs callbacks, aborts signals,
 // keeps one timer, and turns results into Promises and error classes.
 
-const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine } = require('./errors.cjs');
+const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine: engineError } = require('./errors.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
 
 // Status bits returned by every mutating engine call (core/src/host.rs).
@@ -118,6 +118,7 @@ function useFastCalls(Engine) {
 
 function createApi(binding, options) {
   useFastCalls(binding.Engine);
+  const fromEngine = (error) => engineError(error, binding.takePanic);
   const engineName = options.engine;
   const AsyncLocalStorage = options.AsyncLocalStorage;
   const ambient = AsyncLocalStorage ? new AsyncLocalStorage() : undefined;

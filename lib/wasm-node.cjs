@@ -15,7 +15,7 @@ function load() {
     }
     throw error;
   }
-  return { Engine: wasm.WasmEngine, checkDuration: wasm.checkDuration };
+  return { Engine: wasm.WasmEngine, checkDuration: wasm.checkDuration, takePanic: wasm.takePanic };
 }
 
 module.exports = { load };

@@ -118,14 +118,7 @@ unsafe fn undefined(env: sys::napi_env) -> sys::napi_value {
 unsafe fn guarded(env: sys::napi_env, f: impl FnOnce() -> sys::napi_value) -> sys::napi_value {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(value) => value,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic in the engine".to_owned());
-            throw(env, "GenericFailure", &message)
-        }
+        Err(panic) => throw(env, "GenericFailure", &leasehold_core::host::panic_message(&*panic)),
     }
 }
 

@@ -52,10 +52,27 @@ impl Drop for NativeEngine {
     }
 }
 
+/// Every call catches a panic and throws it as an Error carrying its message; std's
+/// default panic hook would print it to stderr as well, and a library prints nothing of
+/// its own. So the default hook runs only when `RUST_BACKTRACE` asks for Rust's report.
+/// The hook is this addon's alone: its copy of std is linked into it.
+fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
+                report(info);
+            }
+        }));
+    });
+}
+
 /// Adds the fast calls of `fast.rs` to the exports.
 #[napi(module_exports)]
 #[allow(unsafe_code)]
 pub fn init(exports: Object, env: Env) -> napi::Result<()> {
+    quiet_panics();
     // SAFETY: called once at load, on the JS thread, with the exports object.
     unsafe { fast::export(env.raw(), exports.raw()) }
 }

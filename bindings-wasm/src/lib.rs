@@ -7,8 +7,9 @@
 //! `bindings-node/src/lib.rs`.
 //!
 //! A Rust panic here aborts: the runtime throws a `WebAssembly.RuntimeError` to the
-//! caller, which the host turns into an `Error`. The process lives; the engine instance
-//! that panicked is unusable afterwards (every later call on it throws).
+//! caller, which the host turns into an `Error`, with the panic's message from
+//! `takePanic()`. The process lives; the engine instance that panicked is unusable
+//! afterwards (every later call on it throws).
 
 use js_sys::Reflect;
 use leasehold_core::host;
@@ -59,6 +60,7 @@ impl WasmEngine {
     /// `seed`: 32 bytes of entropy for owner ids.
     #[wasm_bindgen(constructor)]
     pub fn new(fake: bool, start: f64, seed: &[u8]) -> Result<WasmEngine, JsValue> {
+        keep_panics();
         let bytes: [u8; 32] = seed
             .try_into()
             .map_err(|_| to_js_error(ArgError::type_error("seed", "seed must be 32 bytes".to_owned()).into()))?;
@@ -385,9 +387,33 @@ impl WasmEngine {
     }
 }
 
+thread_local! {
+    /// The message of the panic that last aborted a call, until `takePanic()` reads it.
+    static PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A panic aborts with a trap that says only "unreachable": the hook keeps its message
+/// for the host, which reads it with `takePanic()` when it catches the trap.
+fn keep_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let message = host::panic_message(info.payload());
+            PANIC.with(|panic| *panic.borrow_mut() = Some(message));
+        }));
+    });
+}
+
+/// The message of the panic behind the last trap, once; `undefined` when there was none.
+#[wasm_bindgen(js_name = takePanic)]
+pub fn take_panic() -> Option<String> {
+    PANIC.with(|panic| panic.borrow_mut().take())
+}
+
 /// Validates a duration: a number of milliseconds or a string like `'30s'`. Returns
 /// milliseconds, or -1 for `Infinity` where `infinite_ok`.
 #[wasm_bindgen(js_name = checkDuration)]
 pub fn check_duration(ms: Option<f64>, text: Option<String>, arg: String, infinite_ok: bool) -> Result<f64, JsValue> {
+    keep_panics();
     host::duration_arg(ms, text.as_deref(), &arg, infinite_ok).map_err(to_js_error)
 }

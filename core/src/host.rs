@@ -484,3 +484,13 @@ pub fn extend_status(extend: crate::Extend) -> u32 {
         crate::Extend::Done(false) => status::NOT_EXTENDED,
     }
 }
+
+/// A panic's message, from its payload (`panic!` with a literal gives a `&str`, with
+/// arguments a `String`), for the Error a binding throws in its place.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic in the engine".to_owned())
+}
