@@ -1070,6 +1070,23 @@ describe('isolation levels', () => {
     assert.equal(await store.isLocked(key), true, 'a release that failed released nothing');
     failuresLeft = 1;
     assert.deepEqual(await sent(() => store.release(key, 'o')), { answer: true, statements: 2 });
+
+    // The advisory reads and prune are retried the same way.
+    assert.ok(await store.acquire(key, 'q', 5000));
+    failuresLeft = 3;
+    assert.deepEqual(await sent(() => store.isLocked(key)), { answer: true, statements: 4 });
+    failuresLeft = 2;
+    const left = await sent(() => store.ttl(key));
+    assert.ok(left.answer > 0 && left.answer <= 5000, String(left.answer));
+    assert.equal(left.statements, 3);
+    failuresLeft = 4;
+    const read = await sent(() => store.ttl(key));
+    assert.equal(read.answer.code, '40001');
+    assert.equal(read.statements, 4);
+    failuresLeft = 1;
+    const pruned = await sent(() => store.prune(3_600_000));
+    assert.equal(typeof pruned.answer, 'number');
+    assert.equal(pruned.statements, 2);
   });
 
   test('other errors are not retried', async () => {

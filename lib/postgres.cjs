@@ -26,11 +26,10 @@
  * caller's BEGIN would take part in it, its lease rolled back with it). Under
  * `default_transaction_isolation` REPEATABLE READ or SERIALIZABLE, statements racing
  * on one key fail with a serialization failure (40001) where READ COMMITTED would wait
- * and go on. A failed statement changed nothing, so `acquire`, `renew` and `release`
- * run it again, up to SERIALIZATION_RETRIES times, each time a new transaction with a
- * new snapshot; an `acquire` that still fails answers `undefined`, as for a held key
- * (the key is contended: the engine polls again), and `renew` and `release` reject
- * with the error.
+ * and go on. A failed statement changed nothing, so every method runs it again, up to
+ * SERIALIZATION_RETRIES times, each time a new transaction with a new snapshot; an
+ * `acquire` that still fails answers `undefined`, as for a held key (the key is
+ * contended: the engine polls again), and the others reject with the error.
  *
  * The table. One row per key locked (and not pruned since):
  *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint
@@ -286,7 +285,7 @@ class PostgresLockStore {
     checkTtl(ttlMs);
     let rows;
     try {
-      rows = await this.#leaseStatement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
+      rows = await this.#statement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
     } catch (err) {
       if (isSerializationFailure(err)) return undefined; // contended: nothing was taken
       throw err;
@@ -300,7 +299,7 @@ class PostgresLockStore {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    return (await this.#leaseStatement(this.#sql.renew, [key, owner, ttlMs], 'renew')).length > 0;
+    return (await this.#statement(this.#sql.renew, [key, owner, ttlMs], 'renew')).length > 0;
   }
 
   /**
@@ -312,11 +311,11 @@ class PostgresLockStore {
     checkText('key', key);
     checkText('owner', owner);
     const values = this.#notify ? [key, owner, this.#channel(key)] : [key, owner];
-    return (await this.#leaseStatement(this.#sql.release, values, 'release')).length > 0;
+    return (await this.#statement(this.#sql.release, values, 'release')).length > 0;
   }
 
   /** Runs `statement`, again after a serialization failure (see Transactions at the top). */
-  async #leaseStatement(statement, values, method) {
+  async #statement(statement, values, method) {
     for (let retries = 0; ; retries += 1) {
       try {
         return rowsOf(await this.#client.query(statement, values), method);
@@ -329,13 +328,13 @@ class PostgresLockStore {
   /** Whether a live lease exists on `key` (advisory). */
   async isLocked(key) {
     checkText('key', key);
-    return rowsOf(await this.#client.query(this.#sql.isLocked, [key]), 'isLocked').length > 0;
+    return (await this.#statement(this.#sql.isLocked, [key], 'isLocked')).length > 0;
   }
 
   /** Milliseconds left on the live lease on `key` (database time), `undefined` when free (advisory). */
   async ttl(key) {
     checkText('key', key);
-    const rows = rowsOf(await this.#client.query(this.#sql.ttl, [key]), 'ttl');
+    const rows = await this.#statement(this.#sql.ttl, [key], 'ttl');
     if (rows.length === 0) return undefined;
     return Math.max(1, Number(rows[0].ms));
   }
@@ -352,7 +351,7 @@ class PostgresLockStore {
     if (!Number.isSafeInteger(idleMs) || idleMs < 0) {
       throw new RangeError(`idleMs must be a non-negative integer number of milliseconds, got ${describe(idleMs)}`);
     }
-    const rows = rowsOf(await this.#client.query(this.#sql.prune, [idleMs]), 'prune');
+    const rows = await this.#statement(this.#sql.prune, [idleMs], 'prune');
     return Number(rows[0]?.pruned ?? 0);
   }
 
