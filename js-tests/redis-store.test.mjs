@@ -151,6 +151,12 @@ const KINDS = [
       return client;
     },
     unreachable: unreachableIoredis,
+    async connectWithoutReconnect(port) {
+      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
     async close(client) {
       client.disconnect();
     },
@@ -165,6 +171,12 @@ const KINDS = [
       return client;
     },
     unreachable: unreachableNodeRedis,
+    async connectWithoutReconnect(port) {
+      const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
     async close(client) {
       try {
         client.destroy();
@@ -844,6 +856,41 @@ describe('standalone Redis', () => {
           assert.equal((await within(2000, "C's grant", granted)).owner, 'C', 'the ghost was skipped');
           assert.equal(await c.release(key, 'C'), true);
           assert.equal(await a.isLocked(key), false);
+        });
+
+        test('a subscriber connection that ends for good (no reconnects): its owners leave the queue, and the next waiter opens a new one', async () => {
+          const key = uniqueKey('sub-ends');
+          const queue = `${prefix}-grant:{${key}}:queue`;
+          const queued = () => call(server.port, ['LRANGE', queue, 0, -1]);
+          const a = waiterStore({ handOffAfter: 0 });
+          const once = await kind.connectWithoutReconnect(server.port);
+          clients.push(once);
+          const b = waiterStore({ client: once });
+          const pubsubIds = async () =>
+            (await call(server.port, ['CLIENT', 'LIST', 'TYPE', 'pubsub'])).match(/(?<=^id=)\d+/gm) ?? [];
+          const others = await pubsubIds();
+          await b.listen(key);
+          const mine = (await pubsubIds()).filter((id) => !others.includes(id));
+          assert.equal(mine.length, 1, "b's subscriber connection");
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          assert.deepEqual(await queued(), ['B']);
+
+          // The server drops b's subscriber; its client does not reconnect. No grant can
+          // reach b's owners now: they leave the queue, and b queues no more of them.
+          await call(server.port, ['CLIENT', 'KILL', 'ID', mine[0]]);
+          await waitFor("B out of the queue", async () => (await queued()).length === 0, { timeoutMs: 2000 });
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          assert.deepEqual(await queued(), [], 'not queued for a channel nobody hears');
+
+          // The next waiter opens a new subscriber connection, and grants reach b again.
+          await b.listen(key);
+          assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
+          assert.deepEqual(await queued(), ['B']);
+          const granted = b.nextGrant();
+          assert.equal(await a.release(key, 'A'), true);
+          assert.equal((await within(2000, "B's grant", granted)).owner, 'B');
+          assert.equal(await b.release(key, 'B'), true);
         });
 
         test('an owner that took the key without queueing is not handed it back by its own release', async () => {

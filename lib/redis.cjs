@@ -342,12 +342,14 @@ function ioredisAdapter(client) {
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
     canSubscribe: typeof client.duplicate === 'function',
-    openSubscriber(onMessage, onReady) {
+    openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
       if (typeof dup.on === 'function') {
         dup.on('error', noop);
         dup.on('message', (channel, message) => onMessage(String(channel), String(message)));
         dup.on('ready', onReady);
+        // ioredis gave up reconnecting (or was closed).
+        dup.on('end', onEnd);
       }
       return {
         subscribe: (channels) => dup.subscribe(...channels),
@@ -372,11 +374,14 @@ function nodeRedisAdapter(client) {
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
     canSubscribe: typeof client.duplicate === 'function',
-    openSubscriber(onMessage, onReady) {
+    openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
       if (typeof dup.on === 'function') {
-        dup.on('error', noop);
+        // A connection lost for good: node-redis reports the error, and the client is
+        // no longer open once it decided not to reconnect.
+        dup.on('error', () => setTimeout(() => dup.isOpen === false && onEnd(), 0));
         dup.on('ready', onReady);
+        dup.on('end', onEnd);
       }
       const listener = (message, channel) => onMessage(String(channel), String(message));
       let failed = false;
@@ -790,7 +795,10 @@ class RedisLockStore {
     }
     if (this.#closed || !this.#redis.canSubscribe) return noop;
     this.#listenForGrants();
-    return this.#listeners.add(this.#channel(key), onReleased);
+    const unsubscribe = this.#listeners.add(this.#channel(key), onReleased);
+    // The subscriber connection ended for good: this waiter opens a new one.
+    if (this.#subscriber === null) this.#sync();
+    return unsubscribe;
   }
 
   /** Subscribes the grant channel, once: kept until close(). */
@@ -901,16 +909,12 @@ class RedisLockStore {
     this.#closed = true;
     this.#grantsListening = false;
     this.#listeners.clear();
-    // Owners queued through this store leave the queues: no grant can reach them now.
-    // Best effort, not awaited: close() must not wait for a server that may be gone.
-    // Sent as EVAL, for the reason `#wakeNow` gives.
-    for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    this.#leaveQueues();
     // Keys released to queued owners that were left for this store to take again (see
     // `#wakeLease`): woken now, while the caller's client is still open. The wake waits
     // for the event loop's next turn, and a process on its way out closes its client
     // before that: the key would stay free, its queued owners waiting for a poll.
     this.#wakeNow(true);
-    this.#queued.clear();
     this.#answered.clear();
     this.#idleSince.clear();
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
@@ -919,6 +923,32 @@ class RedisLockStore {
     const subscriber = this.#subscriber;
     this.#subscriber = null;
     if (subscriber !== null) await subscriber.close();
+  }
+
+  /**
+   * Owners queued through this store leave the queues: no grant can reach them now.
+   * Best effort, not awaited: the server may be gone. Sent as EVAL, for the reason
+   * `#wakeNow` gives.
+   */
+  #leaveQueues() {
+    for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    this.#queued.clear();
+  }
+
+  /**
+   * Forgets a subscriber connection that will not come back (its client gave up
+   * reconnecting): this store stops queueing owners, and those it queued leave the
+   * queues; a release wakes them no more, and they poll. The next `subscribe` (the next
+   * wait) opens a new connection.
+   */
+  #dropSubscriber(subscriber) {
+    if (subscriber !== this.#subscriber) return; // closed, or dropped already
+    this.#subscriber = null;
+    this.#subscribed.clear();
+    this.#idleSince.clear();
+    this.#grantsListening = false;
+    this.#leaveQueues();
+    subscriber.close().catch(noop);
   }
 
   /** Brings the server-side subscriptions in line with #listeners, one pass at a time. */
@@ -976,12 +1006,14 @@ class RedisLockStore {
       if (this.#subscriber === null) {
         if (this.#listeners.size === 0 && !this.#grantsWanted) return;
         try {
-          this.#subscriber = this.#redis.openSubscriber(
+          const opened = this.#redis.openSubscriber(
             (channel, message) => this.#onMessage(channel, message),
             // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
             // subscribed before a reconnect is the client's own job.
             () => this.#sync(),
+            () => this.#dropSubscriber(opened),
           );
+          this.#subscriber = opened;
         } catch {
           return; // no subscriber: waiters poll
         }
@@ -1000,11 +1032,7 @@ class RedisLockStore {
           // connection that will never come back is dropped, so that the next
           // subscribe opens a fresh one.
           if (subscriber === this.#subscriber && subscriber.isDead()) {
-            this.#subscriber = null;
-            this.#subscribed.clear();
-            this.#idleSince.clear();
-            this.#grantsListening = false;
-            subscriber.close().catch(noop);
+            this.#dropSubscriber(subscriber);
             return;
           }
         }
