@@ -292,6 +292,45 @@ test('stores are held by their users only: dropped pipelines let their stores go
   assert.equal(works, 'kept works');
 });
 
+test('executions started one inside the other keep no chain of finished contexts alive', () => {
+  // Each callback starts the next execution (on a key of its own) and returns without
+  // waiting for it: every context is created inside one still running. Only the last
+  // context stays reachable.
+  const script = `
+    import { ResiliencePipelineBuilder } from 'leasehold';
+    const collected = { count: 0 };
+    const registry = new FinalizationRegistry(() => collected.count++);
+    let n = 0;
+    let last;
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key: () => 'k' + n }).build();
+    const all = [];
+    const step = async (context) => {
+      registry.register(context, 0);
+      last = context;
+      await null;
+      if (++n < 2000) all.push(pipeline.execute(step));
+    };
+    await pipeline.execute(step);
+    while (all.length < 1999) await new Promise((r) => setTimeout(r, 0));
+    await Promise.all(all);
+    all.length = 0;
+    for (let i = 0; i < 5 && collected.count < 1990; i++) {
+      globalThis.gc();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    console.log('collected', collected.count, typeof last);
+  `;
+  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    cwd: root,
+    env: process.env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  const [, count] = child.stdout.match(/collected (\d+) object/) ?? [];
+  assert.ok(Number(count) >= 1990, `contexts collected: ${count} of 2000`);
+});
+
 test('a late grant is released even when nothing else holds its store any more', () => {
   // A store facade whose acquire promise does not refer back to the store; the caller
   // gives up while the acquire is in flight, drops everything, and the grant comes late.

@@ -66,6 +66,8 @@ const HOST = Symbol('leasehold.host');
 const STORE_ID = Symbol('leasehold.storeId');
 
 /** A grant as a store that grants on release passes it to its `subscribe` listener. */
+function noop() {}
+
 function isGrant(grant) {
   return (
     grant !== null &&
@@ -980,8 +982,15 @@ function createApi(binding, options) {
     /** Resolves or rejects the execution's promise; its record is the caller's to drop. */
     settle(ok, valueOrError) {
       if (this.callerSignal) this.callerSignal.removeEventListener('abort', this.onCallerAbort);
-      if (ok) this.resolve(valueOrError);
-      else this.reject(valueOrError);
+      const { resolve, reject } = this;
+      // The promise was made where `execute` was called, maybe inside an enclosing
+      // callback, whose context AsyncLocalStorage keeps on it: once settled, the record
+      // lets go of it, so that a context left reachable (by a timer of its callback)
+      // keeps no chain of enclosing contexts alive.
+      this.resolve = noop;
+      this.reject = noop;
+      if (ok) resolve(valueOrError);
+      else reject(valueOrError);
     }
 
     event(fx, thrown) {
