@@ -659,6 +659,32 @@ describe('nesting', () => {
     assert.notEqual(seen.outer, seen.inner);
     assert.equal(seen.after, seen.outer);
   });
+
+  test('work a nested execution left behind reads the outer token while the outer holds its lock, then undefined', async () => {
+    const clock = new FakeTimeProvider();
+    const a = pipelineOn(clock, { key: 'a' });
+    const b = pipelineOn(clock, { key: 'b' });
+    const innerDone = deferred();
+    const outerDone = deferred();
+    let whileOuter;
+    let afterOuter;
+    const outer = await a.execute(async () => {
+      const token = getLockToken();
+      const inner = await b.execute(() => {
+        // Detached: each continuation runs after the execution that started it settled.
+        whileOuter = innerDone.promise.then(() => getLockToken());
+        afterOuter = outerDone.promise.then(() => getLockToken());
+        return getLockToken();
+      });
+      assert.notEqual(inner, token);
+      innerDone.resolve();
+      assert.equal(await whileOuter, token, "the inner lock is gone, the outer one is not: the outer's token");
+      return token;
+    });
+    assert.equal(typeof outer, 'number');
+    outerDone.resolve();
+    assert.equal(await afterOuter, undefined, 'both locks are gone');
+  });
 });
 
 describe('the default store', () => {

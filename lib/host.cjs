@@ -770,6 +770,9 @@ function createApi(binding, options) {
       this._controller = undefined;
       this._properties = undefined;
       this._token = undefined;
+      // The context whose callback was running where this execution started (nested
+      // locks), if still running then; see `liveContext`.
+      this._outer = undefined;
     }
 
     /** Per-execution properties; the fencing token is under `LOCK_TOKEN`. Created on first read. */
@@ -877,6 +880,10 @@ function createApi(binding, options) {
     finish(ok, valueOrError) {
       const host = this.host;
       this.finished = true;
+      // Detached work of this callback now reads an enclosing lock's token, if one is
+      // still held; a finished context keeps no chain of finished ones behind it.
+      const context = this.context;
+      if (context._outer !== undefined) context._outer = liveContext(context._outer);
       if (ok) this.value = valueOrError;
       else this.error = valueOrError;
       let word;
@@ -1118,6 +1125,8 @@ function createApi(binding, options) {
       const id = host.newExecId();
       const locks = this.locks;
       const context = new ResilienceContext(undefined, operationKey);
+      const outer = ambient ? ambient.getStore() : syncContext;
+      if (outer !== undefined) context._outer = liveContext(outer);
       const rec = new Execution(host, this, id, callback, context, locks, undefined);
       context._rec = rec;
       // A pipeline with one fixed key shares one array of keys (read only) between its executions.
@@ -1496,11 +1505,16 @@ function createApi(binding, options) {
       }
       return context.properties.get(LOCK_TOKEN);
     }
-    const current = ambient ? (ambient.getStore() ?? syncContext) : syncContext;
     // Work started under a lock can run after its execution settled and released the
-    // lock (a timer, a detached promise): it runs under no lock any more.
-    if (current === undefined || current._rec?.finished) return undefined;
-    return current._token;
+    // lock (a timer, a detached promise): it runs under the enclosing lock still held,
+    // if it was started in a nested one, else under none.
+    return liveContext(ambient ? (ambient.getStore() ?? syncContext) : syncContext)?._token;
+  }
+
+  /** `context`, or the nearest context enclosing it whose callback still runs; undefined when none does. */
+  function liveContext(context) {
+    while (context !== undefined && context._rec?.finished) context = context._outer;
+    return context;
   }
 
   const api = {
