@@ -7,6 +7,7 @@
 
 const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine: engineError } = require('./errors.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
+const { describe } = require('./describe.cjs');
 
 // Status bits returned by every mutating engine call (core/src/host.rs).
 const EFFECTS = 16;
@@ -77,17 +78,6 @@ function isGrant(grant) {
     grant.fencingToken >= 0 &&
     (grant.age === undefined || (typeof grant.age === 'number' && grant.age >= 0))
   );
-}
-
-function describe(value) {
-  if (value === null) return 'null';
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : `'${value}'`;
-  if (typeof value === 'bigint') return `${value}n (a bigint)`;
-  if (typeof value === 'symbol') return 'a symbol';
-  if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  return `${String(value)}`;
 }
 
 // The wasm engine's per-execution calls, over its `*Fast` exports that answer plain

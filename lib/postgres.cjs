@@ -64,22 +64,13 @@
 const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
+const { describe } = require('./describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
 // ---------------------------------------------------------------------------------
 
 function noop() {}
-
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'symbol') return 'a symbol';
-  if (value === null) return 'null';
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return String(value);
-}
 
 /**
  * Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000), and

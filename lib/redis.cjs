@@ -51,6 +51,7 @@
 
 const { createHash, randomBytes } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
+const { describe } = require('./describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Scripts
@@ -316,7 +317,6 @@ end
 return 0
 `);
 
-
 // ---------------------------------------------------------------------------------
 // Client adapters: the only code that knows which client it talks to.
 // ---------------------------------------------------------------------------------
@@ -441,15 +441,6 @@ function escapeChar(ch) {
 /** The hash-tag body for a lock key: injective, and free of `{` and `}`. */
 function encodeKey(key) {
   return key.replace(ESCAPED, escapeChar);
-}
-
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'function') return 'a function';
-  if (value === null) return 'null';
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return String(value);
 }
 
 function checkString(name, value) {
@@ -807,7 +798,6 @@ class RedisLockStore {
     this.#grantsWanted = true;
     this.#sync();
   }
-
 
   #onMessage(channel, message) {
     if (channel === this.#grantChannel) this.#onGrant(message);

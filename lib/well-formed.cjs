@@ -1,4 +1,5 @@
 'use strict';
+const { describe } = require('./describe.cjs');
 // Keys (and owners) must be well-formed UTF-16. Both engines, `pg` and Buffer turn a lone
 // surrogate into U+FFFD: two keys that differ only there would share one lock, and a
 // store would see text other than what the caller wrote.
@@ -14,10 +15,9 @@ const isWellFormed =
 /** Throws a TypeError that names `arg` when `text` has a lone surrogate. */
 function checkWellFormed(text, arg) {
   if (isWellFormed(text)) return;
-  // JSON escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
-  const got = text.length > 40 ? `a string of ${text.length} characters` : JSON.stringify(text);
+  // `describe` escapes the surrogate: printed as is, it would show as U+FFFD and hide the fault.
   const at = text.search(LONE_SURROGATE);
-  throw new TypeError(`${arg} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${got}`);
+  throw new TypeError(`${arg} must be well-formed UTF-16 (a lone surrogate at index ${at}), got ${describe(text)}`);
 }
 
 module.exports = { checkWellFormed };

@@ -1,0 +1,26 @@
+'use strict';
+/**
+ * A value as an error message shows it: a string quoted as JSON (so control characters
+ * and lone surrogates show as escapes) and cut after 40 characters, anything else by its
+ * kind or its text. One form for the host and both stores.
+ */
+function describe(value) {
+  switch (typeof value) {
+    case 'string':
+      if (value.length <= 40) return JSON.stringify(value);
+      return `${JSON.stringify(value.slice(0, 40)).slice(0, -1)}…" (${value.length} characters)`;
+    case 'bigint':
+      return `${value}n (a bigint)`;
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    case 'object':
+      if (value === null) return 'null';
+      return Array.isArray(value) ? 'an array' : 'an object';
+    default:
+      return String(value);
+  }
+}
+
+module.exports = { describe };
