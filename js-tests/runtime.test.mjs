@@ -8,6 +8,22 @@ import api, { ResiliencePipelineBuilder, FakeTimeProvider, MemoryLockStore, acqu
 const internals = api[Symbol.for('leasehold.internals')];
 const root = fileURLToPath(new URL('..', import.meta.url));
 
+/**
+ * Runs `script` (an ES module) in a fresh Node process from the project root; fails the
+ * test unless it exits 0. `gc`: with `globalThis.gc`.
+ */
+function runScript(script, { env = process.env, gc = false } = {}) {
+  const flags = gc ? ['--expose-gc'] : [];
+  const child = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(child.status, 0, child.stderr);
+  return child;
+}
+
 test('a Rust panic surfaces as an Error and the process lives on', async () => {
   const engine = new internals.binding.Engine(true, 0, new Uint8Array(32));
   let error;
@@ -34,13 +50,7 @@ function panicInChild(env) {
       console.log(JSON.stringify({ code: error.code, message: error.message }));
     }
   `;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: root,
-    env,
-    encoding: 'utf8',
-    timeout: 15_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script, { env });
   return { stderr: child.stderr, error: JSON.parse(child.stdout) };
 }
 
@@ -187,13 +197,7 @@ for (const [what, acquiring, telemetry] of [
  */
 function exitsLongBeforeRenewal(script) {
   const t0 = Date.now();
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: root,
-    env: process.env,
-    encoding: 'utf8',
-    timeout: 15_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script);
   assert.match(child.stdout, /exit-after \d+/);
   assert.ok(Date.now() - t0 < 10_000, `exited after ${Date.now() - t0} ms`);
 }
@@ -238,13 +242,7 @@ test('a waiting execution keeps the process alive until it settles', () => {
     p.execute(() => new Promise((r) => setTimeout(r, 300)));
     p.execute(() => console.log('second ran'));
   `;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: root,
-    env: process.env,
-    encoding: 'utf8',
-    timeout: 15_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script);
   assert.match(child.stdout, /second ran/);
 });
 
@@ -280,13 +278,7 @@ test('stores are held by their users only: dropped pipelines let their stores go
     }
     console.log('stores', host.stores.size, await kept.execute(() => 'kept works'));
   `;
-  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-    cwd: root,
-    env: process.env,
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script, { gc: true });
   const [, size, works] = child.stdout.match(/stores (\d+) (.*)/) ?? [];
   assert.ok(Number(size) <= 10, `stores still registered: ${size}`);
   assert.equal(works, 'kept works');
@@ -320,13 +312,7 @@ test('executions started one inside the other keep no chain of finished contexts
     }
     console.log('collected', collected.count, typeof last);
   `;
-  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-    cwd: root,
-    env: process.env,
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script, { gc: true });
   const [, count] = child.stdout.match(/collected (\d+) object/) ?? [];
   assert.ok(Number(count) >= 1990, `contexts collected: ${count} of 2000`);
 });
@@ -361,13 +347,7 @@ test('a late grant is released even when nothing else holds its store any more',
     for (let i = 0; i < 3; i++) await tick();
     console.log(JSON.stringify({ outcome, released: released.length, owner: released[0] === late.owner }));
   `;
-  const child = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
-    cwd: root,
-    env: process.env,
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  assert.equal(child.status, 0, child.stderr);
+  const child = runScript(script, { gc: true });
   assert.deepEqual(JSON.parse(child.stdout), { outcome: 'gave up', released: 1, owner: true });
 });
 
