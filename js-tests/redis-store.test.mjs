@@ -893,6 +893,55 @@ describe('standalone Redis', () => {
           assert.equal(await b.release(key, 'B'), true);
         });
 
+        test('a queueing try answered after its subscriber connection ended for good leaves no owner queued', async () => {
+          const key = uniqueKey('sub-ends-in-flight');
+          const queue = `${prefix}-grant:{${key}}:queue`;
+          const queued = () => call(server.port, ['LRANGE', queue, 0, -1]);
+          const a = waiterStore({ handOffAfter: 0 });
+          const once = await kind.connectWithoutReconnect(server.port);
+          clients.push(once);
+          // Once `held` is set, the next script answer waits for `held.resolve()`.
+          let held;
+          for (const name of ['evalsha', 'evalSha']) {
+            if (typeof once[name] !== 'function') continue;
+            const send = once[name].bind(once);
+            once[name] = async (...args) => {
+              const gate = held;
+              held = undefined;
+              const reply = await send(...args);
+              if (gate) await gate.promise;
+              return reply;
+            };
+          }
+          const b = waiterStore({ client: once });
+          const pubsubIds = async () =>
+            (await call(server.port, ['CLIENT', 'LIST', 'TYPE', 'pubsub'])).match(/(?<=^id=)\d+/gm) ?? [];
+          const others = await pubsubIds();
+          await b.listen(key);
+          const [mine] = (await pubsubIds()).filter((id) => !others.includes(id));
+          assert.ok(await a.acquire(key, 'A', 10_000));
+          const probe = uniqueKey('sub-ends-probe');
+          assert.ok(await a.acquire(probe, 'A', 10_000));
+          const answer = (held = deferred());
+          const trying = b.acquire(key, 'B', 10_000, { queue: true });
+          await waitFor('B queued in Redis', async () => (await queued()).join() === 'B', { timeoutMs: 2000 });
+          await call(server.port, ['CLIENT', 'KILL', 'ID', mine]);
+          // Until the store has dropped the connection, its tries still queue their owners.
+          await waitFor('the store to stop queueing', async () => {
+            assert.equal(await b.acquire(probe, 'P', 10_000, { queue: true }), undefined);
+            const probeQueue = await call(server.port, ['LRANGE', `${prefix}-grant:{${probe}}:queue`, 0, -1]);
+            await b.release(probe, 'P'); // (not its lease: takes nothing, answers false)
+            await call(server.port, ['DEL', `${prefix}-grant:{${probe}}:queue`, `${prefix}-grant:{${probe}}:waiters`]);
+            return probeQueue.length === 0;
+          }, { timeoutMs: 2000 });
+          answer.resolve();
+          assert.equal(await trying, undefined, 'held: not granted');
+          await waitFor('B out of the queue', async () => (await queued()).length === 0, { timeoutMs: 2000 });
+          assert.equal(await a.release(key, 'A'), true);
+          assert.equal(await a.isLocked(key), false, 'released, not handed to an owner nobody hears');
+          assert.equal(await a.release(probe, 'A'), true);
+        });
+
         test('an owner that took the key without queueing is not handed it back by its own release', async () => {
           const key = uniqueKey('self');
           const a = waiterStore({ handOffAfter: 60_000 });

@@ -634,9 +634,14 @@ class RedisLockStore {
     const args = queue
       ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
       : [owner, String(ttlMs), waits ? '1' : '0'];
+    const subscriber = this.#subscriber;
     const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
-      if (queue) this.#rememberQueued(owner, key, sentAt);
+      if (!queue) return undefined;
+      // Queued for the subscriber connection this try was sent with: if that one is gone
+      // (dropped, or the store closed) meanwhile, no grant can reach the owner.
+      if (subscriber === this.#subscriber && !this.#closed) this.#rememberQueued(owner, key, sentAt);
+      else this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
       return undefined;
     }
     const fencingToken = toToken(reply);
