@@ -317,6 +317,33 @@ test('executions started one inside the other keep no chain of finished contexts
   assert.ok(Number(count) >= 1990, `contexts collected: ${count} of 2000`);
 });
 
+test("work a nested execution leaves behind does not keep the enclosing callback's value alive", () => {
+  const script = `
+    import { ResiliencePipelineBuilder, getLockToken } from 'leasehold';
+    const a = new ResiliencePipelineBuilder().addLock({ key: 'a' }).build();
+    const b = new ResiliencePipelineBuilder().addLock({ key: 'b' }).build();
+    let collected = false;
+    const registry = new FinalizationRegistry(() => (collected = true));
+    let timer;
+    await a.execute(async () => {
+      const big = new Array(1000).fill('x');
+      registry.register(big, 0);
+      await b.execute(() => {
+        timer = setInterval(getLockToken, 1e9);
+      });
+      return big;
+    });
+    for (let i = 0; i < 5 && !collected; i++) {
+      globalThis.gc();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    console.log('collected', collected);
+    clearInterval(timer);
+  `;
+  const child = runScript(script, { gc: true });
+  assert.match(child.stdout, /collected true/);
+});
+
 test('a late grant is released even when nothing else holds its store any more', () => {
   // A store facade whose acquire promise does not refer back to the store; the caller
   // gives up while the acquire is in flight, drops everything, and the grant comes late.

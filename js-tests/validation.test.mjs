@@ -181,6 +181,12 @@ describe('keys', () => {
     assertNames(() => builder().addLock({ key: cut }), TypeError, 'key');
     assert.throws(() => builder().addLock({ key: cut }), message);
     assertNames(() => builder().addLock({ key: '\uDE00x' }), TypeError, 'key');
+    // A long key is shown cut, but never between the halves of a pair: only the real
+    // lone surrogate may show as one.
+    const long = `${'x'.repeat(39)}\uD83D\uDD12${'y'.repeat(9)}\uD800`;
+    assert.throws(() => builder().addLock({ key: long }), {
+      message: `key must be well-formed UTF-16 (a lone surrogate at index 50), got "${'x'.repeat(39)}…" (51 characters)`,
+    });
 
     let ran = 0;
     const viaFunction = builder().addLock({ key: () => cut, store: okStore }).build();

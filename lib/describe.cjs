@@ -6,9 +6,12 @@
  */
 function describe(value) {
   switch (typeof value) {
-    case 'string':
+    case 'string': {
       if (value.length <= 40) return JSON.stringify(value);
-      return `${JSON.stringify(value.slice(0, 40)).slice(0, -1)}…" (${value.length} characters)`;
+      // Not between the two halves of a surrogate pair: that would show a lone one.
+      const cut = /[\uD800-\uDBFF]/.test(value[39]) && /[\uDC00-\uDFFF]/.test(value[40]) ? 39 : 40;
+      return `${JSON.stringify(value.slice(0, cut)).slice(0, -1)}…" (${value.length} characters)`;
+    }
     case 'bigint':
       return `${value}n (a bigint)`;
     case 'symbol':

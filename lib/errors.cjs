@@ -65,7 +65,12 @@ function fromEngine(error, takePanic) {
     default: {
       // A Rust panic caught at the boundary (napi) or a wasm trap: an Error, never a crash.
       const trap = typeof WebAssembly === 'object' && error instanceof WebAssembly.RuntimeError;
-      const panic = trap ? takePanic?.() : undefined;
+      let panic;
+      try {
+        panic = trap ? takePanic?.() : undefined;
+      } catch {
+        // The instance that trapped may not answer any more: its trap's own text it is.
+      }
       const e = new Error(`leasehold engine failure: ${panic ?? error.message}`, { cause: error });
       e.code = 'LEASEHOLD_ENGINE_FAILURE';
       return e;

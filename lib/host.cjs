@@ -252,6 +252,15 @@ function createApi(binding, options) {
       this.execs.clear();
     }
 
+    /** Calls the engine for a value (not a status word); a failure of the engine itself is re-thrown as an Error. */
+    ask(fn) {
+      try {
+        return fn();
+      } catch (error) {
+        throw fromEngine(error);
+      }
+    }
+
     /** Calls the engine; a failure of the engine itself (a caught panic) is re-thrown as an Error. */
     call(fn) {
       let status;
@@ -627,7 +636,8 @@ function createApi(binding, options) {
 
     /** The fake time, in milliseconds. */
     now() {
-      return this[HOST].engine.now() + this.#fraction;
+      const host = this[HOST];
+      return host.ask(() => host.engine.now()) + this.#fraction;
     }
 
     /** Moves time forward by `ms`, running every due timer at its own instant, in order. */
@@ -636,7 +646,7 @@ function createApi(binding, options) {
       if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`ms must be a non-negative finite number, got ${describe(ms)}`);
       const host = this[HOST];
       const { whole, fraction } = splitMillis(this.#fraction + ms);
-      const now = host.engine.now();
+      const now = host.ask(() => host.engine.now());
       if (now + whole + fraction > Number.MAX_SAFE_INTEGER) {
         throw new RangeError(`ms must not move the clock (now ${now + this.#fraction}) past Number.MAX_SAFE_INTEGER, got ${describe(ms)}`);
       }
@@ -649,7 +659,7 @@ function createApi(binding, options) {
 
   function checkKey(key, arg = 'key') {
     if (typeof key !== 'string') throw new TypeError(`${arg} must be a non-empty string, got ${describe(key)}`);
-    if (key.length === 0) throw new TypeError(`${arg} must be a non-empty string, got ''`);
+    if (key.length === 0) throw new TypeError(`${arg} must be a non-empty string, got ""`);
     checkWellFormed(key, arg);
   }
 
@@ -667,7 +677,7 @@ function createApi(binding, options) {
       }
       const host = hostOf(options.timeProvider, 'timeProvider');
       this[HOST] = host;
-      this[STORE_ID] = host.engine.createMemoryStore();
+      this[STORE_ID] = host.ask(() => host.engine.createMemoryStore());
     }
 
     static [HOST](host, id) {
@@ -679,14 +689,16 @@ function createApi(binding, options) {
 
     /** Keys held or waited for. */
     get size() {
-      return this[HOST].engine.memSize(this[STORE_ID]);
+      const host = this[HOST];
+      return host.ask(() => host.engine.memSize(this[STORE_ID]));
     }
 
     async acquire(key, owner, ttlMs) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
-      const token = this[HOST].engine.memAcquire(this[STORE_ID], key, owner, ttl);
+      const host = this[HOST];
+      const token = host.ask(() => host.engine.memAcquire(this[STORE_ID], key, owner, ttl));
       return token === null || token === undefined ? undefined : { fencingToken: token };
     }
 
@@ -694,7 +706,8 @@ function createApi(binding, options) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
-      return this[HOST].engine.memRenew(this[STORE_ID], key, owner, ttl);
+      const host = this[HOST];
+      return host.ask(() => host.engine.memRenew(this[STORE_ID], key, owner, ttl));
     }
 
     /** Ends `owner`'s lease; true when it held a live one. Wakes the first waiter. */
@@ -708,13 +721,15 @@ function createApi(binding, options) {
     /** Whether `key` has a live lease. Advisory: it may change right after. */
     async isLocked(key) {
       checkKey(key);
-      return this[HOST].engine.memTtl(this[STORE_ID], key) != null;
+      const host = this[HOST];
+      return host.ask(() => host.engine.memTtl(this[STORE_ID], key)) != null;
     }
 
     /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
     async ttl(key) {
       checkKey(key);
-      return this[HOST].engine.memTtl(this[STORE_ID], key) ?? undefined;
+      const host = this[HOST];
+      return host.ask(() => host.engine.memTtl(this[STORE_ID], key)) ?? undefined;
     }
   }
 
@@ -986,6 +1001,11 @@ function createApi(binding, options) {
       // keeps no chain of enclosing contexts alive.
       this.resolve = noop;
       this.reject = noop;
+      // Nor does it keep the callback or its outcome: a nested execution's context,
+      // kept by work its callback left behind, still refers to this one (`_outer`).
+      this.callback = undefined;
+      this.value = undefined;
+      this.error = undefined;
       if (ok) resolve(valueOrError);
       else reject(valueOrError);
     }
@@ -1020,7 +1040,7 @@ function createApi(binding, options) {
     if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
       throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
     }
-    if (key === '') throw new TypeError("key must be a non-empty string, got ''");
+    if (key === '') throw new TypeError('key must be a non-empty string, got ""');
     // A fixed key is checked here, once; a key function's result at every execution.
     if (typeof key === 'string') checkWellFormed(key, 'key');
     const ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });

@@ -2,11 +2,12 @@
 // glue and the host, generated from lib/host.cjs by scripts/build-wasm.sh. Each entry
 // instantiates the module its own way, then builds the API here.
 import { createApi } from '../dist/wasm/host.mjs';
-import { WasmEngine, checkDuration, takePanic } from '../dist/wasm/web/leasehold_wasm.js';
+import { WasmEngine, checkDuration, keepPanics, takePanic } from '../dist/wasm/web/leasehold_wasm.js';
 
 export { default as init, initSync } from '../dist/wasm/web/leasehold_wasm.js';
 
 /** The API on the wasm engine; `AsyncLocalStorage` where the runtime has one. */
 export function createWasmApi(AsyncLocalStorage) {
+  keepPanics();
   return createApi({ Engine: WasmEngine, checkDuration, takePanic }, { engine: 'wasm', AsyncLocalStorage });
 }

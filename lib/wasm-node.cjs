@@ -15,6 +15,7 @@ function load() {
     }
     throw error;
   }
+  wasm.keepPanics();
   return { Engine: wasm.WasmEngine, checkDuration: wasm.checkDuration, takePanic: wasm.takePanic };
 }
 

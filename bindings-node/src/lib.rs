@@ -48,20 +48,37 @@ pub struct NativeEngine {
 
 impl Drop for NativeEngine {
     fn drop(&mut self) {
-        fast::unregister(self);
+        // Run by the garbage collector, where no caller catches a panic: one would end
+        // the process, so it is reported.
+        uncaught(|| fast::unregister(self));
     }
+}
+
+thread_local! {
+    /// Set while code runs where a panic is not caught (it aborts the process).
+    static UNCAUGHT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with its panics reported, since nothing catches them there.
+fn uncaught<T>(f: impl FnOnce() -> T) -> T {
+    let before = UNCAUGHT.with(|flag| flag.replace(true));
+    let value = f();
+    UNCAUGHT.with(|flag| flag.set(before));
+    value
 }
 
 /// Every call catches a panic and throws it as an Error carrying its message; std's
 /// default panic hook would print it to stderr as well, and a library prints nothing of
-/// its own. So the default hook runs only when `RUST_BACKTRACE` asks for Rust's report.
+/// its own. So the default hook runs only when `RUST_BACKTRACE` asks for Rust's report,
+/// or for a panic nothing catches (it ends the process: its report must not be lost).
 /// The hook is this addon's alone: its copy of std is linked into it.
 fn quiet_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let report = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0") {
+            let asked = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| !v.is_empty() && v != "0");
+            if asked || UNCAUGHT.with(std::cell::Cell::get) {
                 report(info);
             }
         }));
@@ -74,7 +91,7 @@ fn quiet_panics() {
 pub fn init(exports: Object, env: Env) -> napi::Result<()> {
     quiet_panics();
     // SAFETY: called once at load, on the JS thread, with the exports object.
-    unsafe { fast::export(env.raw(), exports.raw()) }
+    uncaught(|| unsafe { fast::export(env.raw(), exports.raw()) })
 }
 
 #[napi]

@@ -60,7 +60,6 @@ impl WasmEngine {
     /// `seed`: 32 bytes of entropy for owner ids.
     #[wasm_bindgen(constructor)]
     pub fn new(fake: bool, start: f64, seed: &[u8]) -> Result<WasmEngine, JsValue> {
-        keep_panics();
         let bytes: [u8; 32] = seed
             .try_into()
             .map_err(|_| to_js_error(ArgError::type_error("seed", "seed must be 32 bytes".to_owned()).into()))?;
@@ -392,16 +391,18 @@ thread_local! {
     static PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
-/// A panic aborts with a trap that says only "unreachable": the hook keeps its message
-/// for the host, which reads it with `takePanic()` when it catches the trap.
-fn keep_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
-            let message = host::panic_message(info.payload());
-            PANIC.with(|panic| *panic.borrow_mut() = Some(message));
-        }));
-    });
+/// A panic aborts with a trap that says only "unreachable": from this call on, the
+/// module's panic hook keeps a panic's message for the host, which reads it with
+/// `takePanic()` when it catches the trap. The package's loaders call it once; Rust code
+/// that embeds this crate (the binding's tests) keeps its own hook unless it calls it.
+/// The hook it replaces, std's, writes to a stderr that wasm32-unknown-unknown does not
+/// have (and keeping it would cost about 3 KB of the gzipped module).
+#[wasm_bindgen(js_name = keepPanics)]
+pub fn keep_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = host::panic_message(info.payload());
+        PANIC.with(|panic| *panic.borrow_mut() = Some(message));
+    }));
 }
 
 /// The message of the panic behind the last trap, once; `undefined` when there was none.
@@ -414,6 +415,5 @@ pub fn take_panic() -> Option<String> {
 /// milliseconds, or -1 for `Infinity` where `infinite_ok`.
 #[wasm_bindgen(js_name = checkDuration)]
 pub fn check_duration(ms: Option<f64>, text: Option<String>, arg: String, infinite_ok: bool) -> Result<f64, JsValue> {
-    keep_panics();
     host::duration_arg(ms, text.as_deref(), &arg, infinite_ok).map_err(to_js_error)
 }
