@@ -724,6 +724,36 @@ describe('wake-on-release', () => {
     stopMarker();
   });
 
+  test('a waiter that leaves as the next arrives, in the same turn, keeps the LISTEN: no window without one', async () => {
+    const raw = await newClient();
+    const { client: listenClient, calls } = recording(raw);
+    listenClient.on = raw.on.bind(raw);
+    listenClient.removeListener = raw.removeListener.bind(raw);
+    const store = newStore({ listenClient });
+    const key = uniqueKey('handover-listen');
+    const stopFirst = store.subscribe(key, noop);
+    await waitFor('the LISTEN', () => calls.some((c) => /^LISTEN/.test(c.text)), { timeoutMs: 2000 });
+    let heard = 0;
+    stopFirst();
+    const stopSecond = store.subscribe(key, () => {
+      heard += 1;
+    });
+    // A listener on another key: the store's next pass, after which an UNLISTEN of `key`
+    // would have been sent.
+    const stopMarker = store.subscribe(uniqueKey('handover-marker'), noop);
+    await waitFor('the marker LISTEN', () => calls.filter((c) => /^LISTEN/.test(c.text)).length === 2, { timeoutMs: 2000 });
+    assert.deepEqual(
+      calls.filter((c) => /LISTEN/.test(c.text)).map((c) => c.text.split(' ')[0]),
+      ['LISTEN', 'LISTEN'],
+      'no UNLISTEN and LISTEN again of the key',
+    );
+    await store.acquire(key, 'o', 5000);
+    await store.release(key, 'o');
+    await waitFor('the second waiter woken', () => heard === 1, { timeoutMs: 2000 });
+    stopSecond();
+    stopMarker();
+  });
+
   test('the listen connection dying is survived: no crash, a new one is opened, wake-ups resume', async () => {
     const localPool = new pg.Pool({ ...server.connectionOptions, max: 3, application_name: 'leasehold-listen-test' });
     localPool.on('error', noop);
@@ -804,10 +834,14 @@ describe('the listen connection of a store on a Pool', () => {
     try {
       const key = uniqueKey('linger');
       const stopFirst = store.subscribe(key, noop);
-      const [listener] = await waitFor('the listen connection', async () => {
-        const pids = await backends(application_name);
-        return pids.length === 1 ? pids : undefined;
-      });
+      const listening = async () => {
+        const { rows } = await admin.query(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+          [application_name],
+        );
+        return rows.length === 1 ? [rows[0].pid] : undefined;
+      };
+      const [listener] = await waitFor('the listen connection with its LISTEN', listening);
       assert.equal(localPool.totalCount, 0, 'not taken from the pool');
       stopFirst();
       // The next waiter on the key, soon after: it is woken through the same connection.
@@ -831,13 +865,7 @@ describe('the listen connection of a store on a Pool', () => {
       const stop = store.subscribe(key, () => {
         wakes += 1;
       });
-      await waitFor('a new listen connection with its LISTEN', async () => {
-        const { rows } = await admin.query(
-          "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
-          [application_name],
-        );
-        return rows.length === 1;
-      });
+      await waitFor('a new listen connection with its LISTEN', listening);
       await store.acquire(key, 'o', 5000);
       await store.release(key, 'o');
       await waitFor('the wake-up on the new connection', () => wakes === 1, { timeoutMs: 2000 });

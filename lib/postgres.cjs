@@ -502,7 +502,11 @@ class PostgresLockStore {
   #sync() {
     this.#dirty = true;
     if (this.#syncing !== null) return;
-    this.#syncing = this.#syncLoop()
+    // From the next microtask: a waiter that leaves as the next one arrives, in the same
+    // turn (a handover), changes nothing then, instead of an UNLISTEN and a LISTEN with a
+    // window between them where a release's NOTIFY would find nobody listening.
+    this.#syncing = Promise.resolve()
+      .then(() => this.#syncLoop())
       .catch(noop)
       .then(() => {
         this.#syncing = null;
