@@ -300,3 +300,135 @@ describe('stores that break the host’s assumptions', () => {
     assert.equal(await lease.release(), true);
   });
 });
+
+// Every store call misbehaving in every way, combined with the caller aborting and the
+// callback failing or outliving its lease, and with an outer lock: each execution
+// settles once, as documented, in bounded fake time, never runs its callback without
+// the lease or twice, and leaves no lease, record or request behind.
+describe('every store fault, at every step', () => {
+  const TTL = 3000;
+  const WAIT = 2000;
+  /** Answers `base`'s result once fake time has passed `ms` from the call. */
+  const lateBy = (ms) => (base, clock) => (...a) => {
+    const until = clock.now() + ms;
+    const answer = deferred();
+    (async () => {
+      while (clock.now() < until) await flush(1);
+      answer.resolve(base(...a));
+    })();
+    return answer.promise;
+  };
+  const FAULTS = {
+    throwSync: () => () => {
+      throw new Error('sync');
+    },
+    reject: () => () => Promise.reject(new Error('async')),
+    never: (base) => (...a) => (base(...a), new Promise(() => {})),
+    twice: (base) => (...a) => ({
+      then(ok, ko) {
+        base(...a).then((v) => (ok(v), ok(v), ko(new Error('again'))));
+      },
+    }),
+    wrongShape: (base) => async (...a) => (await base(...a), { weird: true }),
+    afterWait: lateBy(WAIT + 10),
+    afterTtl: lateBy(TTL + 10),
+  };
+  // What an acquire fault does when the execution is not aborted first.
+  const ACQUIRE_FAILS = { throwSync: 'sync', reject: 'async', never: 'timeout', wrongShape: 'shape', afterTtl: 'timeout' };
+
+  const cases = [];
+  for (const method of ['acquire', 'renew', 'release'])
+    for (const fault of Object.keys(FAULTS))
+      for (const abort of ['none', 'acquiring', 'running'])
+        for (const callback of ['value', 'throw', 'outlives'])
+          for (const nested of [false, true]) cases.push({ method, fault, abort, callback, nested });
+
+  test(`${cases.length} combinations on a custom JS store`, async () => {
+    const { hostOf } = (await import('leasehold')).default[Symbol.for('leasehold.internals')];
+    for (const c of cases) {
+      const name = JSON.stringify(c);
+      const clock = new FakeTimeProvider();
+      const host = hostOf(clock);
+      const overrides = {};
+      const store = recordingStore(clock, overrides);
+      overrides[c.method] = FAULTS[c.fault]((...a) => store.base[c.method](...a), clock);
+      const outer = recordingStore(clock);
+      const controller = new AbortController();
+      const lost = [];
+      let builder = new ResiliencePipelineBuilder({ timeProvider: clock });
+      if (c.nested) builder = builder.addLock({ key: 'outer', store: outer, ttl: TTL, wait: WAIT });
+      builder = builder.addLock({ key: 'k', store, ttl: TTL, wait: WAIT, onLockLost: ({ key }) => lost.push(key) });
+      let runs = 0;
+      let withLease = true;
+      let reason;
+      const run = builder.build().execute(
+        async ({ signal }) => {
+          runs++;
+          const lease = store.leases.get('k');
+          withLease &&= lease !== undefined && lease.expires > clock.now();
+          if (c.abort === 'running') controller.abort('bye');
+          if (c.callback === 'throw') throw new Error('callback');
+          if (c.callback === 'outlives') await advance(clock, 2 * TTL, 100);
+          reason = signal.reason;
+          return 'value';
+        },
+        { signal: controller.signal },
+      );
+      let settled = 0;
+      let outcome;
+      run.then(
+        (value) => ((settled += 1), (outcome = { value })),
+        (error) => ((settled += 1), (outcome = { error })),
+      );
+      if (c.abort === 'acquiring') controller.abort('bye');
+      await flush();
+      // Bounded: a try by its ttl, a renewal by the lease's expiry, a release by then.
+      for (let t = 0; t < 3 * TTL && !settled; t += 50) await advance(clock, 50);
+      assert.equal(settled, 1, `${name}: settles within 3 ttl`);
+      await advance(clock, 2 * TTL, 250); // late answers arrive, and are dealt with
+
+      const acquireFails = c.method === 'acquire' ? ACQUIRE_FAILS[c.fault] : undefined;
+      // A store that throws from the call itself fails before the caller can abort.
+      const abortedFirst = c.abort === 'acquiring' && !(acquireFails === 'sync' && !c.nested);
+      const { value, error } = outcome;
+      if (abortedFirst) {
+        assert.equal(error, 'bye', `${name}: rejects with the abort reason`);
+      } else if (acquireFails) {
+        assert.ok(error instanceof LockStoreError, `${name}: ${error}`);
+        assert.equal(error.key, 'k');
+        assert.equal(error.method, 'acquire');
+        if (acquireFails === 'sync' || acquireFails === 'async') assert.equal(error.cause?.message, acquireFails);
+        if (acquireFails === 'shape') assert.match(error.message, /fencingToken/);
+        if (acquireFails === 'timeout') assert.match(error.message, /within 3000 ms/);
+      } else if (c.callback === 'throw') {
+        assert.equal(error?.message, 'callback', `${name}: rejects with the callback's error`);
+      } else {
+        assert.equal(value, 'value', `${name}: ${error}`);
+      }
+      assert.equal(runs, abortedFirst || acquireFails ? 0 : 1, `${name}: runs`);
+      assert.ok(withLease, `${name}: the callback ran under a live lease`);
+      // A callback that outlives its lease learns of the loss unless the caller aborted first.
+      const renewFails = c.method === 'renew' && c.fault !== 'twice';
+      if (runs && c.callback === 'outlives') {
+        if (c.abort === 'running') assert.equal(reason, 'bye', name);
+        else if (renewFails) assert.ok(reason instanceof LockLostError, `${name}: ${reason}`);
+        else assert.equal(reason, undefined, name);
+        assert.deepEqual(lost, renewFails ? ['k'] : [], `${name}: onLockLost`);
+      }
+      // Released once when the store answered with a lease (late, or after the caller
+      // gave up, too); an answer that is no lease (a failure, a wrong shape) is not one.
+      const answeredLease = store.times('acquire').length > 0 && !['sync', 'async', 'shape'].includes(acquireFails) && !(c.method === 'acquire' && c.fault === 'never');
+      assert.equal(store.times('release').length, answeredLease ? 1 : 0, `${name}: releases`);
+      for (const s of [store, outer]) {
+        assert.deepEqual([...s.leases.values()].filter((l) => l.expires > clock.now()), [], `${name}: no live lease`);
+      }
+      assert.equal(host.execs.size, 0, `${name}: host records`);
+      assert.equal(host.engine.liveExecutions(), 0, `${name}: engine executions`);
+      // Kept, within a bound, while nobody waits for them: an acquire never answered (a
+      // grant it brings is released), and the release of a late grant that never answers.
+      const lateRelease = c.method === 'release' && abortedFirst && answeredLease;
+      const kept = c.fault === 'never' && ((c.method === 'acquire' && store.times('acquire').length > 0) || lateRelease) ? 1 : 0;
+      assert.equal(host.engine.openRequests(), kept, `${name}: open requests`);
+    }
+  });
+});
