@@ -207,7 +207,10 @@ export interface LeaseHandle {
   readonly fencingToken: number;
   /** Aborted with a `LockLostError` when an auto-renewed lease is lost. */
   readonly signal: AbortSignal;
-  /** Releases the lease. True only if this owner still held it; false after a lapse or a takeover. */
+  /**
+   * Releases the lease. True only if this owner still held it; false after a lapse or a
+   * takeover. Rejects with a `LockStoreError` when the store fails to release it.
+   */
   release(): Promise<boolean>;
   /** Pushes the lease out to now + `ttl` (default: its own ttl). False once it is gone. */
   extend(ttl?: Duration): Promise<boolean>;

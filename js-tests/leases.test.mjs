@@ -49,6 +49,42 @@ describe('acquireLock', () => {
     assert.ok(lease.fencingToken > first.fencingToken, 'handed over on release');
   });
 
+  test('release() rejects with a LockStoreError when the store fails to release; false after that', async () => {
+    const clock = new FakeTimeProvider();
+    const down = new Error('store down');
+    let failing = 0;
+    const store = recordingStore(clock, {
+      release: (...args) => {
+        if (failing === 1) throw down;
+        if (failing === 2) return Promise.reject(down);
+        if (failing === 3) return new Promise(() => {}); // never answers
+        return store.base.release(...args);
+      },
+    });
+    for (failing = 1; failing <= 3; failing++) {
+      const key = `k${failing}`;
+      const lease = await acquireLock(store, key, 2000, { timeProvider: clock });
+      const releasing = lease.release().catch((e) => e);
+      await advance(clock, 2000, 500);
+      const error = await releasing;
+      assert.ok(error instanceof LockStoreError, `${failing}: ${error}`);
+      assert.equal(error.key, key);
+      assert.equal(error.method, 'release');
+      if (failing < 3) assert.equal(error.cause, down);
+      else assert.match(error.message, /did not answer/);
+      assert.equal(await lease.release(), false, 'a second release() answers false');
+      assert.equal(await lease.extend(), false);
+    }
+    // A release that works still answers true, and one of a lapsed lease false.
+    failing = 0;
+    const ok = await acquireLock(store, 'ok', 2000, { timeProvider: clock });
+    assert.equal(await ok.release(), true);
+    const lapsed = await acquireLock(store, 'lapsed', 1000, { timeProvider: clock });
+    await advance(clock, 1000, 500);
+    assert.equal(await lapsed.release(), false);
+    assert.equal(internals.hostOf(clock).execs.size, 0);
+  });
+
   test('release() is false after expiry and after a takeover, and never deletes the new lease', async () => {
     const clock = new FakeTimeProvider();
     const store = new MemoryLockStore({ timeProvider: clock });

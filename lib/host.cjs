@@ -69,6 +69,10 @@ const STORE_ID = Symbol('leasehold.storeId');
 /** A grant as a store that grants on release passes it to its `subscribe` listener. */
 function noop() {}
 
+function falsy() {
+  return false;
+}
+
 function isGrant(grant) {
   return (
     grant !== null &&
@@ -1315,19 +1319,27 @@ function createApi(binding, options) {
       // Lost or lapsed before release() was called: the engine wound the lease down on
       // its own.
       if (this.released === undefined) this.over();
-      else this.released.resolve(fx.outcome === 'value');
+      // The store failed to release: release() rejects with it (a loss answers false).
+      else if (fx.outcome === 'error' && fx.code === 'LOCK_STORE_FAILED') {
+        this.released.reject(errorOf(fx, this.host, this.callerSignal, this.causes));
+      } else this.released.resolve(fx.outcome === 'value');
     }
 
     /** The lease is over without a release() of its holder: release() and extend() answer false from now on. */
     over() {
-      this.released ??= { promise: Promise.resolve(false), resolve() {} };
+      this.released ??= { promise: Promise.resolve(false), resolve() {}, reject() {} };
     }
 
     release() {
-      if (this.released) return this.released.promise.then(() => false);
+      // Released (or asked to be) already: false, whatever the first release() answers.
+      if (this.released) return this.released.promise.then(falsy, falsy);
       let resolve;
-      const promise = new Promise((r) => (resolve = r));
-      this.released = { promise, resolve };
+      let reject;
+      const promise = new Promise((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      this.released = { promise, resolve, reject };
       const host = this.host;
       let status;
       try {

@@ -70,7 +70,8 @@ pub struct ExecOptions {
     /// Emit [`Effect::Event`]s for telemetry.
     pub telemetry: bool,
     /// A manual lease: no callback; [`Engine::finish`] is its `release()`, which settles
-    /// with [`Outcome::NotHeld`] when the lease had lapsed or was taken over.
+    /// with [`Outcome::NotHeld`] when the lease had lapsed or was taken over, and with
+    /// [`LockError::StoreFailed`] when the store failed to release it.
     pub manual: bool,
 }
 
@@ -1580,9 +1581,29 @@ impl Engine {
             // The clean-up after a loss is best effort and not a release to report.
             _ if after_loss => {}
             Ok(_) => self.event(exec, layer, Event::Released),
-            Err(failure) => self.event(exec, layer, Event::ReleaseFailed { failure }),
+            Err(failure) => {
+                self.answer_release_failure(exec, layer, &failure);
+                self.event(exec, layer, Event::ReleaseFailed { failure });
+            }
         }
         self.release_next(exec);
+    }
+
+    /// A manual lease's `release()` was asked for by its caller, who waits for it: a
+    /// store that failed to release is its answer (an execution's release is not: its
+    /// callback's outcome is, and the failure goes to telemetry).
+    fn answer_release_failure(&mut self, exec: u32, layer: u32, failure: &StoreFailure) {
+        let Some(e) = self.execs.get_mut(&exec) else { return };
+        if !e.options.manual || !matches!(e.completion, None | Some(Outcome::Value)) {
+            return;
+        }
+        let Some(l) = e.layers.get(layer as usize) else { return };
+        let key = l.spec.key.clone();
+        e.completion = Some(Outcome::Error(LockError::StoreFailed {
+            key,
+            method: StoreMethod::Release,
+            failure: failure.clone(),
+        }));
     }
 
     /// Releases the lease an abandoned acquire was granted anyway.
