@@ -165,7 +165,9 @@ for (const [what, acquiring, telemetry] of [
         return true;
       });
       assert.equal(engine.layerOwner, layerOwner, 'the acquire read the owner');
-      assert.deepEqual(store.calls.slice(2), [], 'the store was not called without an owner');
+      // No acquire went out without an owner. The engine cannot tell this failure from a
+      // store's that may have taken the lease: it sends its owner-checked clean-up release.
+      assert.deepEqual(store.calls.slice(2).map(([method]) => method), ['release'], 'no acquire without an owner');
     } else {
       // The release reads the key and owner its acquire kept; without them, from the engine.
       let rec;

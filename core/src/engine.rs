@@ -1222,6 +1222,14 @@ impl Engine {
                 self.arm_acquiring(exec, layer);
             }
             TryResult::Failed(failure) => {
+                // A store that threw or answered badly may have taken the lease all the
+                // same, its answer lost on the way: a release by this owner (which takes
+                // nothing that is not its own) frees the key now, not at the lease's
+                // expiry. A try that timed out was abandoned instead: a lease in its late
+                // answer is released then.
+                if !matches!(failure, StoreFailure::TimedOut { .. }) {
+                    self.release_orphan(exec, layer);
+                }
                 let key = key_of(self);
                 self.wind_down(
                     exec,
@@ -1610,6 +1618,19 @@ impl Engine {
     fn release_late_grant(&mut self, req: Request) {
         let Origin::Abandoned { late_grant: Some(grant) } = req.origin else { return };
         let (store, key, owner) = *grant;
+        self.release_unheld(store, key, owner);
+    }
+
+    /// Releases whatever lease a failed acquire of `exec`'s `layer` may have left.
+    fn release_orphan(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.execs.get(&exec).and_then(|e| e.layers.get(layer as usize)) else { return };
+        let StoreRef::External { id, .. } = l.spec.store else { return };
+        let (key, owner) = (l.spec.key.clone(), l.owner.clone());
+        self.release_unheld(id, key, owner);
+    }
+
+    /// A release that no execution waits for, of a lease nobody holds for sure.
+    fn release_unheld(&mut self, store: u32, key: String, owner: String) {
         let now = self.time;
         let request = self.next_request_id();
         let origin = Origin::Abandoned { late_grant: None };
