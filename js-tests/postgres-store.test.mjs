@@ -671,12 +671,17 @@ describe('wake-on-release', () => {
     await assertWoken(await handover(holderStore, waiterStore, uniqueKey('cross'), { listening: true }));
   });
 
-  test('channels are reference counted, listeners that throw are ignored, expiry is not announced', async () => {
+  /** A store whose listen connection records the statements it is sent (`calls`). */
+  async function storeListeningThroughRecorder() {
     const raw = await newClient();
     const { client: listenClient, calls } = recording(raw);
     listenClient.on = raw.on.bind(raw);
     listenClient.removeListener = raw.removeListener.bind(raw);
-    const store = newStore({ listenClient });
+    return { store: newStore({ listenClient }), calls };
+  }
+
+  test('channels are reference counted, listeners that throw are ignored, expiry is not announced', async () => {
+    const { store, calls } = await storeListeningThroughRecorder();
     const key = uniqueKey('refcount');
     const seen = [];
     const stopThrowing = store.subscribe(key, () => {
@@ -725,11 +730,7 @@ describe('wake-on-release', () => {
   });
 
   test('a waiter that leaves as the next arrives, in the same turn, keeps the LISTEN: no window without one', async () => {
-    const raw = await newClient();
-    const { client: listenClient, calls } = recording(raw);
-    listenClient.on = raw.on.bind(raw);
-    listenClient.removeListener = raw.removeListener.bind(raw);
-    const store = newStore({ listenClient });
+    const { store, calls } = await storeListeningThroughRecorder();
     const key = uniqueKey('handover-listen');
     const stopFirst = store.subscribe(key, noop);
     await waitFor('the LISTEN', () => calls.some((c) => /^LISTEN/.test(c.text)), { timeoutMs: 2000 });

@@ -858,27 +858,41 @@ describe('standalone Redis', () => {
           assert.equal(await a.isLocked(key), false);
         });
 
-        test('a subscriber connection that ends for good (no reconnects): its owners leave the queue, and the next waiter opens a new one', async () => {
-          const key = uniqueKey('sub-ends');
-          const queue = `${prefix}-grant:{${key}}:queue`;
-          const queued = () => call(server.port, ['LRANGE', queue, 0, -1]);
-          const a = waiterStore({ handOffAfter: 0 });
+        /** The owners queued on `key`, as Redis has them. */
+        const queuedOn = (key) => call(server.port, ['LRANGE', `${prefix}-grant:{${key}}:queue`, 0, -1]);
+        /** Ids of the server's pubsub connections. */
+        const pubsubIds = async () =>
+          (await call(server.port, ['CLIENT', 'LIST', 'TYPE', 'pubsub'])).match(/(?<=^id=)\d+/gm) ?? [];
+
+        /**
+         * A waiter store on a client of its own that does not reconnect (`prepare` may wrap
+         * that client first), listening on `key`; resolves to it with the id of its
+         * subscriber connection.
+         */
+        async function storeWithoutReconnect(key, prepare = () => {}) {
           const once = await kind.connectWithoutReconnect(server.port);
           clients.push(once);
-          const b = waiterStore({ client: once });
-          const pubsubIds = async () =>
-            (await call(server.port, ['CLIENT', 'LIST', 'TYPE', 'pubsub'])).match(/(?<=^id=)\d+/gm) ?? [];
+          prepare(once);
+          const s = waiterStore({ client: once });
           const others = await pubsubIds();
-          await b.listen(key);
+          await s.listen(key);
           const mine = (await pubsubIds()).filter((id) => !others.includes(id));
-          assert.equal(mine.length, 1, "b's subscriber connection");
+          assert.equal(mine.length, 1, 'its subscriber connection');
+          return { store: s, subscriberId: mine[0] };
+        }
+
+        test('a subscriber connection that ends for good (no reconnects): its owners leave the queue, and the next waiter opens a new one', async () => {
+          const key = uniqueKey('sub-ends');
+          const queued = () => queuedOn(key);
+          const a = waiterStore({ handOffAfter: 0 });
+          const { store: b, subscriberId } = await storeWithoutReconnect(key);
           assert.ok(await a.acquire(key, 'A', 10_000));
           assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
           assert.deepEqual(await queued(), ['B']);
 
           // The server drops b's subscriber; its client does not reconnect. No grant can
           // reach b's owners now: they leave the queue, and b queues no more of them.
-          await call(server.port, ['CLIENT', 'KILL', 'ID', mine[0]]);
+          await call(server.port, ['CLIENT', 'KILL', 'ID', subscriberId]);
           await waitFor("B out of the queue", async () => (await queued()).length === 0, { timeoutMs: 2000 });
           assert.equal(await b.acquire(key, 'B', 10_000, { queue: true }), undefined);
           assert.deepEqual(await queued(), [], 'not queued for a channel nobody hears');
@@ -895,41 +909,34 @@ describe('standalone Redis', () => {
 
         test('a queueing try answered after its subscriber connection ended for good leaves no owner queued', async () => {
           const key = uniqueKey('sub-ends-in-flight');
-          const queue = `${prefix}-grant:{${key}}:queue`;
-          const queued = () => call(server.port, ['LRANGE', queue, 0, -1]);
+          const queued = () => queuedOn(key);
           const a = waiterStore({ handOffAfter: 0 });
-          const once = await kind.connectWithoutReconnect(server.port);
-          clients.push(once);
           // Once `held` is set, the next script answer waits for `held.resolve()`.
           let held;
-          for (const name of ['evalsha', 'evalSha']) {
-            if (typeof once[name] !== 'function') continue;
-            const send = once[name].bind(once);
-            once[name] = async (...args) => {
-              const gate = held;
-              held = undefined;
-              const reply = await send(...args);
-              if (gate) await gate.promise;
-              return reply;
-            };
-          }
-          const b = waiterStore({ client: once });
-          const pubsubIds = async () =>
-            (await call(server.port, ['CLIENT', 'LIST', 'TYPE', 'pubsub'])).match(/(?<=^id=)\d+/gm) ?? [];
-          const others = await pubsubIds();
-          await b.listen(key);
-          const [mine] = (await pubsubIds()).filter((id) => !others.includes(id));
+          const { store: b, subscriberId } = await storeWithoutReconnect(key, (once) => {
+            for (const name of ['evalsha', 'evalSha']) {
+              if (typeof once[name] !== 'function') continue;
+              const send = once[name].bind(once);
+              once[name] = async (...args) => {
+                const gate = held;
+                held = undefined;
+                const reply = await send(...args);
+                if (gate) await gate.promise;
+                return reply;
+              };
+            }
+          });
           assert.ok(await a.acquire(key, 'A', 10_000));
           const probe = uniqueKey('sub-ends-probe');
           assert.ok(await a.acquire(probe, 'A', 10_000));
           const answer = (held = deferred());
           const trying = b.acquire(key, 'B', 10_000, { queue: true });
           await waitFor('B queued in Redis', async () => (await queued()).join() === 'B', { timeoutMs: 2000 });
-          await call(server.port, ['CLIENT', 'KILL', 'ID', mine]);
+          await call(server.port, ['CLIENT', 'KILL', 'ID', subscriberId]);
           // Until the store has dropped the connection, its tries still queue their owners.
           await waitFor('the store to stop queueing', async () => {
             assert.equal(await b.acquire(probe, 'P', 10_000, { queue: true }), undefined);
-            const probeQueue = await call(server.port, ['LRANGE', `${prefix}-grant:{${probe}}:queue`, 0, -1]);
+            const probeQueue = await queuedOn(probe);
             await b.release(probe, 'P'); // (not its lease: takes nothing, answers false)
             await call(server.port, ['DEL', `${prefix}-grant:{${probe}}:queue`, `${prefix}-grant:{${probe}}:waiters`]);
             return probeQueue.length === 0;
