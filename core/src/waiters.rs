@@ -18,7 +18,81 @@ pub(crate) enum HeadChange {
 
 #[derive(Debug, Default)]
 pub(crate) struct WaitQueues {
-    by_store: IdMap<StoreRef, HashMap<String, VecDeque<u32>>>,
+    by_store: IdMap<StoreRef, HashMap<String, Queue>>,
+    /// Entries looked at by removals, for the test that keeps them bounded.
+    #[cfg(test)]
+    looked_at: usize,
+}
+
+/// One key's waiters. A waiter that leaves from behind the head (it gave up: thousands
+/// abort or time out together) is not searched for: it is counted as gone, and its
+/// entry is dropped when it reaches the front, or when gone entries outnumber live ones
+/// and the queue is compacted. So each leaving costs O(1) amortised, not the length of
+/// the queue, and the entries kept stay within about twice the live waiters.
+#[derive(Debug)]
+struct Queue {
+    /// Waiters in arrival order, with the entries of those gone from behind the head.
+    /// The front entry is always live.
+    entries: VecDeque<u32>,
+    /// Executions gone from behind the head, by how many of their entries remain. An id
+    /// reused by a later execution is queued after its gone entries, which therefore
+    /// come out first.
+    gone: IdMap<u32, u32>,
+    gone_total: usize,
+}
+
+impl Queue {
+    fn live(&self) -> usize {
+        self.entries.len() - self.gone_total
+    }
+
+    /// Whether `exec` stands for a gone entry, which it then consumes.
+    fn take_gone(gone: &mut IdMap<u32, u32>, exec: u32) -> bool {
+        let Some(count) = gone.get_mut(&exec) else { return false };
+        *count -= 1;
+        if *count == 0 {
+            gone.remove(&exec);
+        }
+        true
+    }
+
+    /// Drops gone entries from the front, so that the front is live again; returns how
+    /// many entries were looked at.
+    fn trim_front(&mut self) -> usize {
+        let mut looked_at = 0;
+        while self.gone_total > 0 {
+            let Some(&front) = self.entries.front() else { break };
+            looked_at += 1;
+            if !Self::take_gone(&mut self.gone, front) {
+                break;
+            }
+            self.entries.pop_front();
+            self.gone_total -= 1;
+        }
+        looked_at
+    }
+
+    /// Removes `exec`, which must be queued here; returns how many entries were looked at.
+    fn remove(&mut self, exec: u32) -> usize {
+        if self.entries.front() == Some(&exec) {
+            self.entries.pop_front();
+            return 1 + self.trim_front();
+        }
+        if self.entries.back() == Some(&exec) {
+            self.entries.pop_back();
+            return 1;
+        }
+        *self.gone.entry(exec).or_default() += 1;
+        self.gone_total += 1;
+        if self.gone_total <= self.live() + 32 {
+            return 1;
+        }
+        let looked_at = self.entries.len();
+        let gone = &mut self.gone;
+        self.entries.retain(|&e| !Self::take_gone(gone, e));
+        self.gone_total = 0;
+        looked_at
+    }
 }
 
 fn watch(store: StoreRef, key: &str, on: bool) -> Option<Effect> {
@@ -37,11 +111,12 @@ impl WaitQueues {
         let keys = self.by_store.entry(store).or_default();
         match keys.get_mut(key) {
             Some(queue) => {
-                queue.push_back(exec);
+                queue.entries.push_back(exec);
                 None
             }
             None => {
-                keys.insert(key.to_owned(), VecDeque::from([exec]));
+                let queue = Queue { entries: VecDeque::from([exec]), gone: IdMap::default(), gone_total: 0 };
+                keys.insert(key.to_owned(), queue);
                 watch(store, key, true)
             }
         }
@@ -52,28 +127,28 @@ impl WaitQueues {
     }
 
     pub fn head(&self, store: StoreRef, key: &str) -> Option<u32> {
-        self.by_store.get(&store)?.get(key)?.front().copied()
+        self.by_store.get(&store)?.get(key)?.entries.front().copied()
     }
 
-    /// Removes `exec` wherever it stands; returns the new head if it was first, and
-    /// the effect that stops watching when the queue emptied.
+    /// Removes `exec` (queued on `key`) wherever it stands; returns the new head if it
+    /// was first, and the effect that stops watching when the queue emptied.
     pub fn remove(&mut self, store: StoreRef, key: &str, exec: u32) -> (HeadChange, Option<Effect>) {
         let Some(keys) = self.by_store.get_mut(&store) else { return (HeadChange::None, None) };
         let Some(queue) = keys.get_mut(key) else { return (HeadChange::None, None) };
-        let was_head = queue.front() == Some(&exec);
-        if was_head {
-            queue.pop_front();
-        } else {
-            queue.retain(|&e| e != exec);
+        let was_head = queue.entries.front() == Some(&exec);
+        let _looked_at = queue.remove(exec);
+        #[cfg(test)]
+        {
+            self.looked_at += _looked_at;
         }
-        if queue.is_empty() {
+        if queue.live() == 0 {
             keys.remove(key);
             if keys.is_empty() {
                 self.by_store.remove(&store);
             }
             return (HeadChange::None, watch(store, key, false));
         }
-        match (was_head, queue.front()) {
+        match (was_head, queue.entries.front()) {
             (true, Some(&next)) => (HeadChange::NewHead(next), None),
             _ => (HeadChange::None, None),
         }
@@ -82,5 +157,76 @@ impl WaitQueues {
     /// Keys with waiters on `store`.
     pub fn keys_of(&self, store: StoreRef) -> impl Iterator<Item = &str> {
         self.by_store.get(&store).into_iter().flat_map(|keys| keys.keys().map(String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEM: StoreRef = StoreRef::Memory(0);
+
+    /// Entries looked at while `n` waiters leave one queue in `order` (positions in
+    /// arrival order), and whether each left the head as expected.
+    fn leave(n: u32, order: impl Fn(u32) -> Vec<u32>) -> usize {
+        let mut queues = WaitQueues::default();
+        for exec in 1..=n {
+            queues.push(MEM, "k", exec);
+        }
+        for exec in order(n) {
+            let head = queues.head(MEM, "k");
+            let (change, unwatch) = queues.remove(MEM, "k", exec);
+            if head == Some(exec) {
+                // The next live waiter in arrival order is the new head.
+                assert_eq!(change, queues.head(MEM, "k").map_or(HeadChange::None, HeadChange::NewHead));
+            } else {
+                assert_eq!(change, HeadChange::None);
+                assert_eq!(queues.head(MEM, "k"), head, "the head stays while others leave");
+            }
+            assert!(unwatch.is_none(), "waiters stay");
+        }
+        assert!(queues.is_empty(), "everyone left");
+        queues.looked_at
+    }
+
+    #[test]
+    fn waiters_leaving_from_anywhere_cost_a_bounded_amount_each() {
+        // Thousands of waiters on one key that abort or time out together: from the end
+        // of the queue, from the middle, every other one, and the head last.
+        type Order = fn(u32) -> Vec<u32>;
+        let orders: [(&str, Order); 4] = [
+            ("last first", |n| (1..=n).rev().collect()),
+            ("behind the head, in order", |n| (2..=n).chain([1]).collect()),
+            ("from the middle out", |n| {
+                let mid = n / 2;
+                (0..n)
+                    .map(|i| if i % 2 == 0 { mid - i / 2 } else { mid + 1 + i / 2 })
+                    .filter(|&e| e >= 1 && e <= n)
+                    .collect()
+            }),
+            ("every other one, then the rest", |n| (2..=n).step_by(2).chain((1..=n).step_by(2)).collect()),
+        ];
+        for (name, order) in orders {
+            for n in [1_000, 8_000] {
+                let all = order(n);
+                assert_eq!(all.len(), n as usize, "{name}: a permutation");
+                let looked_at = leave(n, order);
+                assert!(looked_at <= 4 * n as usize + 64, "{name}: {looked_at} entries looked at for {n} waiters");
+            }
+        }
+    }
+
+    #[test]
+    fn an_id_queued_again_after_leaving_from_behind_the_head_waits_its_new_turn() {
+        let mut queues = WaitQueues::default();
+        for exec in [1, 2, 3] {
+            queues.push(MEM, "k", exec);
+        }
+        assert_eq!(queues.remove(MEM, "k", 2), (HeadChange::None, None));
+        queues.push(MEM, "k", 2);
+        assert_eq!(queues.remove(MEM, "k", 1), (HeadChange::NewHead(3), None), "the old entry of 2 is gone");
+        assert_eq!(queues.remove(MEM, "k", 3), (HeadChange::NewHead(2), None));
+        assert_eq!(queues.remove(MEM, "k", 2), (HeadChange::None, None));
+        assert!(queues.is_empty());
     }
 }
