@@ -218,6 +218,45 @@ describe('RedisLockStore constructor', () => {
   });
 });
 
+describe('RedisLockStore subscriptions (a client that records them, no server)', () => {
+  /** An ioredis-shaped client whose subscriber connection records the channels it is told. */
+  function recordingClient() {
+    const subscribed = new Set();
+    const subscriber = {
+      status: 'ready',
+      on: () => subscriber,
+      async subscribe(...channels) {
+        for (const c of channels) subscribed.add(c);
+      },
+      async unsubscribe(...channels) {
+        for (const c of channels) subscribed.delete(c);
+      },
+      disconnect() {},
+    };
+    const client = { evalsha: async () => null, eval: async () => null, pttl: async () => -2, duplicate: () => subscriber };
+    return { client, subscribed };
+  }
+  const turns = async (n = 5) => {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  test('a key waited for in the turn another key lost its last listener is subscribed at once, not after the linger', async () => {
+    const { client, subscribed } = recordingClient();
+    const store = new RedisLockStore({ client, prefix: 'p' });
+    const offA = store.subscribe('a', noop);
+    await turns();
+    assert.ok(subscribed.has('p:{a}:released'));
+    // One waiter leaves (its channel lingers) and a waiter for another key comes, in one
+    // turn: the pass for the first change ends in that turn, with nothing to send.
+    offA();
+    store.subscribe('b', noop);
+    await turns();
+    assert.ok(subscribed.has('p:{b}:released'), `subscribed: ${[...subscribed].join(', ')}`);
+    assert.ok(subscribed.has('p:{a}:released'), 'the channel left lingers');
+    await store.close();
+  });
+});
+
 // ---------------------------------------------------------------------------------
 // standalone server
 // ---------------------------------------------------------------------------------

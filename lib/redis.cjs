@@ -946,19 +946,16 @@ class RedisLockStore {
     subscriber.close().catch(noop);
   }
 
-  /** Brings the server-side subscriptions in line with #listeners, one pass at a time. */
+  /**
+   * Brings the server-side subscriptions in line with #listeners, one pass at a time,
+   * from the next microtask: every change of a turn (thousands of waiters that give up
+   * together) is one pass over the channels, not one pass each.
+   */
   #sync() {
     this.#dirty = true;
     if (this.#syncing) return;
     this.#syncing = true;
-    this.#syncLoop().then(
-      () => {
-        this.#syncing = false;
-      },
-      () => {
-        this.#syncing = false;
-      },
-    );
+    queueMicrotask(() => this.#syncLoop().catch(noop));
   }
 
   /**
@@ -995,52 +992,62 @@ class RedisLockStore {
     return unwanted;
   }
 
+  /**
+   * The passes are over as the last one ends (#syncing is cleared there, not a microtask
+   * later): a change that comes just after a pass with nothing to send (a waiter for a
+   * new key, as another waiter leaves) starts a pass of its own instead of being left
+   * for the next one (a linger timer's, a second later).
+   */
   async #syncLoop() {
-    while (this.#dirty && !this.#closed) {
-      this.#dirty = false;
-      if (this.#subscriber === null) {
-        if (this.#listeners.size === 0 && !this.#grantsWanted) return;
-        try {
-          const opened = this.#redis.openSubscriber(
-            (channel, message) => this.#onMessage(channel, message),
-            // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
-            // subscribed before a reconnect is the client's own job.
-            () => this.#sync(),
-            () => this.#dropSubscriber(opened),
-          );
-          this.#subscriber = opened;
-        } catch {
-          return; // no subscriber: waiters poll
+    try {
+      while (this.#dirty && !this.#closed) {
+        this.#dirty = false;
+        if (this.#subscriber === null) {
+          if (this.#listeners.size === 0 && !this.#grantsWanted) return;
+          try {
+            const opened = this.#redis.openSubscriber(
+              (channel, message) => this.#onMessage(channel, message),
+              // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
+              // subscribed before a reconnect is the client's own job.
+              () => this.#sync(),
+              () => this.#dropSubscriber(opened),
+            );
+            this.#subscriber = opened;
+          } catch {
+            return; // no subscriber: waiters poll
+          }
         }
-      }
-      const subscriber = this.#subscriber;
-      const channels = this.#listeners.channels();
-      if (this.#grantsWanted) channels.push(this.#grantChannel);
-      const wanted = channels.filter((c) => !this.#subscribed.has(c));
-      if (wanted.length > 0) {
-        try {
-          await subscriber.subscribe(wanted);
-          if (subscriber === this.#subscriber) for (const c of wanted) this.#subscribed.add(c);
-          if (subscriber === this.#subscriber && wanted.includes(this.#grantChannel)) this.#grantsListening = true;
-        } catch {
-          // Not connected yet, or lost: retried on the subscriber's next 'ready'. A
-          // connection that will never come back is dropped, so that the next
-          // subscribe opens a fresh one.
-          if (subscriber === this.#subscriber && subscriber.isDead()) {
-            this.#dropSubscriber(subscriber);
-            return;
+        const subscriber = this.#subscriber;
+        const channels = this.#listeners.channels();
+        if (this.#grantsWanted) channels.push(this.#grantChannel);
+        const wanted = channels.filter((c) => !this.#subscribed.has(c));
+        if (wanted.length > 0) {
+          try {
+            await subscriber.subscribe(wanted);
+            if (subscriber === this.#subscriber) for (const c of wanted) this.#subscribed.add(c);
+            if (subscriber === this.#subscriber && wanted.includes(this.#grantChannel)) this.#grantsListening = true;
+          } catch {
+            // Not connected yet, or lost: retried on the subscriber's next 'ready'. A
+            // connection that will never come back is dropped, so that the next
+            // subscribe opens a fresh one.
+            if (subscriber === this.#subscriber && subscriber.isDead()) {
+              this.#dropSubscriber(subscriber);
+              return;
+            }
+          }
+        }
+        const unwanted = this.#unwanted();
+        if (unwanted.length > 0) {
+          for (const c of unwanted) this.#subscribed.delete(c);
+          try {
+            await subscriber.unsubscribe(unwanted);
+          } catch {
+            // a stray subscription only costs messages that find no listener
           }
         }
       }
-      const unwanted = this.#unwanted();
-      if (unwanted.length > 0) {
-        for (const c of unwanted) this.#subscribed.delete(c);
-        try {
-          await subscriber.unsubscribe(unwanted);
-        } catch {
-          // a stray subscription only costs messages that find no listener
-        }
-      }
+    } finally {
+      this.#syncing = false;
     }
   }
 }
