@@ -155,6 +155,37 @@ test(`the engine in use is the one asked for (${engine})`, () => {
 // construction and validation (no statement runs)
 // ---------------------------------------------------------------------------------
 
+describe('PostgresLockStore LISTENs (a listen client that records them, no server)', () => {
+  test('a key waited for just after a pass with nothing to send is listened to at once', async () => {
+    const statements = [];
+    const listenClient = {
+      async query(text) {
+        statements.push(text);
+        return { rows: [] };
+      },
+      on() {},
+      removeListener() {},
+    };
+    const client = { query: async () => ({ rows: [] }) };
+    const store = new PostgresLockStore({ client, listenClient });
+    const turns = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    const offA = store.subscribe('a', noop);
+    await turns();
+    assert.equal(statements.length, 1, 'the LISTEN of a');
+    // A waiter for `a` leaves as the next arrives (a pass with nothing to send), and a
+    // waiter for `b` comes just as that pass ends.
+    offA();
+    store.subscribe('a', noop);
+    queueMicrotask(() => store.subscribe('b', noop));
+    await turns();
+    assert.equal(statements.length, 2, `the LISTEN of b: ${statements.join(' | ')}`);
+    assert.match(statements[1], /^LISTEN /);
+    await store.close();
+  });
+});
+
 describe('PostgresLockStore: arguments', () => {
   test('the constructor names what is wrong', () => {
     const client = { query: async () => ({ rows: [] }) };

@@ -507,60 +507,66 @@ class PostgresLockStore {
     // window between them where a release's NOTIFY would find nobody listening.
     this.#syncing = Promise.resolve()
       .then(() => this.#syncLoop())
-      .catch(noop)
-      .then(() => {
-        this.#syncing = null;
-      });
+      .catch(noop);
   }
 
+  /**
+   * The passes are over as the last one ends (#syncing is cleared there, not microtasks
+   * later, when a change coming meanwhile would find a pass still running and be left
+   * for the next one).
+   */
   async #syncLoop() {
-    while (this.#dirty && !this.#closed) {
-      this.#dirty = false;
-      if (this.#connection === null) {
-        if (this.#listeners.size === 0) return;
-        let connection;
-        this.#opening = true;
-        try {
-          connection = await this.#open();
-        } catch {
-          this.#retryLater();
-          return; // no connection: waiters poll
-        } finally {
-          this.#opening = false;
+    try {
+      while (this.#dirty && !this.#closed) {
+        this.#dirty = false;
+        if (this.#connection === null) {
+          if (this.#listeners.size === 0) return;
+          let connection;
+          this.#opening = true;
+          try {
+            connection = await this.#open();
+          } catch {
+            this.#retryLater();
+            return; // no connection: waiters poll
+          } finally {
+            this.#opening = false;
+          }
+          if (this.#closed) {
+            await connection.close([]);
+            return;
+          }
+          this.#connection = connection;
         }
-        if (this.#closed) {
+        const connection = this.#connection;
+        if (this.#listeners.size > 0) {
+          this.#idleSince = undefined;
+        } else if (connection.ours && this.#lingered()) {
+          this.#connection = null;
+          this.#listening.clear();
+          this.#idleSince = undefined;
           await connection.close([]);
-          return;
+          continue; // a subscribe meanwhile opens a new one
         }
-        this.#connection = connection;
-      }
-      const connection = this.#connection;
-      if (this.#listeners.size > 0) {
-        this.#idleSince = undefined;
-      } else if (connection.ours && this.#lingered()) {
-        this.#connection = null;
-        this.#listening.clear();
-        this.#idleSince = undefined;
-        await connection.close([]);
-        continue; // a subscribe meanwhile opens a new one
-      }
-      const wanted = this.#listeners.channels().filter((c) => !this.#listening.has(c));
-      const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
-      const commands = [
-        ...wanted.map((c) => `LISTEN ${quoteIdentifier(c)}`),
-        ...unwanted.map((c) => `UNLISTEN ${quoteIdentifier(c)}`),
-      ];
-      if (commands.length === 0) continue;
-      try {
-        await connection.client.query(commands.join('; '));
-        if (connection === this.#connection) {
-          for (const c of wanted) this.#listening.add(c);
-          for (const c of unwanted) this.#listening.delete(c);
+        const wanted = this.#listeners.channels().filter((c) => !this.#listening.has(c));
+        const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
+        const commands = [
+          ...wanted.map((c) => `LISTEN ${quoteIdentifier(c)}`),
+          ...unwanted.map((c) => `UNLISTEN ${quoteIdentifier(c)}`),
+        ];
+        if (commands.length === 0) continue;
+        try {
+          await connection.client.query(commands.join('; '));
+          if (connection === this.#connection) {
+            for (const c of wanted) this.#listening.add(c);
+            for (const c of unwanted) this.#listening.delete(c);
+          }
+        } catch {
+          // The connection failed ('error'/'end' handle it) or the statement did: the
+          // waiters keep polling; the next subscribe or unsubscribe tries again.
         }
-      } catch {
-        // The connection failed ('error'/'end' handle it) or the statement did: the
-        // waiters keep polling; the next subscribe or unsubscribe tries again.
       }
+    } finally {
+      this.#syncing = null;
     }
   }
 }
