@@ -346,6 +346,36 @@ test("work a nested execution leaves behind does not keep the enclosing callback
   assert.match(child.stdout, /collected true/);
 });
 
+test('a MemoryLockStore nothing uses any more is dropped by the engine: its leases go, its id is reused', () => {
+  const script = `
+    import api, { MemoryLockStore, FakeTimeProvider, acquireLock } from 'leasehold';
+    const internals = api[Symbol.for('leasehold.internals')];
+    const clock = new FakeTimeProvider();
+    const host = internals.hostOf(clock);
+    const idOf = (store) => host.registerStore(store).id;
+    const first = [];
+    for (let i = 0; i < 2000; i++) {
+      const store = new MemoryLockStore({ timeProvider: clock });
+      await store.acquire('k', 'o', 60_000); // a lease left behind
+      first.push(idOf(store));
+    }
+    const kept = new MemoryLockStore({ timeProvider: clock });
+    const lease = await acquireLock(kept, 'k', '1m');
+    for (let i = 0; i < 5; i++) {
+      globalThis.gc();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const again = [];
+    for (let i = 0; i < 2000; i++) again.push(idOf(new MemoryLockStore({ timeProvider: clock })));
+    const reused = again.filter((id) => first.includes(id)).length;
+    console.log('reused', reused, 'kept', await kept.isLocked('k'), await lease.release(), idOf(kept) === idOf(kept));
+  `;
+  const child = runScript(script, { gc: true });
+  const [, reused, rest] = child.stdout.match(/reused (\d+) (.*)/) ?? [];
+  assert.ok(Number(reused) >= 1900, `ids reused: ${reused} of 2000`);
+  assert.equal(rest, 'kept true true true', 'a store still used keeps its lease');
+});
+
 test('a late grant is released even when nothing else holds its store any more', () => {
   // A store facade whose acquire promise does not refer back to the store; the caller
   // gives up while the acquire is in flight, drops everything, and the grant comes late.

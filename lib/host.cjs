@@ -152,6 +152,9 @@ function createApi(binding, options) {
       this.storeIds = new WeakMap();
       this.storeGone =
         typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.stores.delete(id)) : undefined;
+      // A MemoryLockStore collected: the engine forgets its leases and reuses its id.
+      this.memoryStoreGone =
+        typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.dropMemoryStore(id)) : undefined;
       this.nextStoreId = 1;
       this.nextExec = 0;
       this.thrown = new Map();
@@ -254,6 +257,15 @@ function createApi(binding, options) {
       this.timer = undefined;
       for (const rec of [...this.execs.values()]) rec.retire(failure);
       this.execs.clear();
+    }
+
+    dropMemoryStore(id) {
+      if (this.dead) return;
+      try {
+        this.engine.dropMemoryStore(id);
+      } catch (error) {
+        this.die(fromEngine(error));
+      }
     }
 
     /** Calls the engine for a value (not a status word); a failure of the engine itself is re-thrown as an Error. */
@@ -682,6 +694,7 @@ function createApi(binding, options) {
       const host = hostOf(options.timeProvider, 'timeProvider');
       this[HOST] = host;
       this[STORE_ID] = host.ask(() => host.engine.createMemoryStore());
+      host.memoryStoreGone?.register(this, this[STORE_ID]);
     }
 
     static [HOST](host, id) {

@@ -62,7 +62,9 @@ else
   # Both targets carry the same module (the glue differs); optimise once, use it twice.
   cmp -s "$tmp/node/leasehold_wasm_bg.wasm" "$tmp/web/leasehold_wasm_bg.wasm" \
     || { log "error: wasm-bindgen wrote different modules for nodejs and web" >&2; exit 1; }
-  npx --no-install wasm-opt -Oz "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/opt.wasm"
+  # The producers and target-features sections say how the module was built; no runtime
+  # reads them.
+  npx --no-install wasm-opt -Oz --strip-producers --strip-target-features "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/opt.wasm"
   cp "$tmp/opt.wasm" "$tmp/node/leasehold_wasm_bg.wasm"
   mv "$tmp/opt.wasm" "$tmp/web/leasehold_wasm_bg.wasm"
   # The package is "type": "commonjs"; say what each glue file is, for every resolver.

@@ -137,6 +137,12 @@ impl NativeEngine {
         self.inner.create_memory_store()
     }
 
+    /// Forgets a memory store nothing uses any more; whether it was dropped.
+    #[napi(catch_unwind)]
+    pub fn drop_memory_store(&mut self, id: u32) -> bool {
+        self.inner.drop_memory_store(id)
+    }
+
     #[napi(catch_unwind)]
     pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, Code> {
         let token = self.inner.memory_acquire(store, &key, &owner, ttl as Millis).map_err(to_js_error)?;

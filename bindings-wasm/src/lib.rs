@@ -104,6 +104,12 @@ impl WasmEngine {
         self.inner.create_memory_store()
     }
 
+    /// Forgets a memory store nothing uses any more; whether it was dropped.
+    #[wasm_bindgen(js_name = dropMemoryStore)]
+    pub fn drop_memory_store(&mut self, id: u32) -> bool {
+        self.inner.drop_memory_store(id)
+    }
+
     /// The fencing token, or `undefined` when the key is held.
     #[wasm_bindgen(js_name = memAcquire)]
     pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, JsValue> {

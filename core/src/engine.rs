@@ -395,8 +395,10 @@ pub struct Engine {
     clock: Box<dyn Clock>,
     fake: Option<FakeClock>,
     owners: OwnerIds,
-    /// Memory stores, by id (they live as long as the engine; ids are checked at start).
+    /// Memory stores, by id (ids are checked at start). A store the host dropped is
+    /// emptied and its id given to the next store created.
     memory: Vec<MemoryStore>,
+    free_memory: Vec<u32>,
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
     requests: IdMap<u32, Request>,
@@ -461,6 +463,7 @@ impl Engine {
             fake: None,
             owners: OwnerIds::new(seed),
             memory: vec![MemoryStore::default()],
+            free_memory: Vec::new(),
             execs: IdMap::default(),
             queues: WaitQueues::default(),
             requests: IdMap::default(),
@@ -505,10 +508,31 @@ impl Engine {
 
     // ---- memory stores ------------------------------------------------------------
 
-    /// Adds a memory store and returns its id.
+    /// Adds a memory store and returns its id (that of a dropped store, if any).
     pub fn create_memory_store(&mut self) -> u32 {
+        if let Some(id) = self.free_memory.pop() {
+            return id;
+        }
         self.memory.push(MemoryStore::default());
         (self.memory.len() - 1) as u32
+    }
+
+    /// Forgets memory store `id`, which nothing uses any more (the host's store object
+    /// was collected, and the host holds a store while an execution or a lease uses
+    /// it): its leases go, and its id is given to the next store created. The default
+    /// store is kept, and, as a guard, a store with waiters. Returns whether it was
+    /// dropped.
+    pub fn drop_memory_store(&mut self, id: u32) -> bool {
+        let slot = id as usize;
+        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || self.free_memory.contains(&id) {
+            return false;
+        }
+        if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
+            return false;
+        }
+        self.memory[slot] = MemoryStore::default();
+        self.free_memory.push(id);
+        true
     }
 
     fn memory_store(&mut self, id: u32) -> Result<&mut MemoryStore, LockError> {
@@ -674,9 +698,9 @@ impl Engine {
             return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
         }
         let spec = &self.defined[lock as usize];
-        // A defined lock was checked when it was defined (memory stores are never
-        // removed). The layer of a finished execution is reused: its key and owner
-        // strings keep their memory.
+        // A defined lock was checked when it was defined (a memory store is dropped only
+        // once nothing uses it, the pipeline of this lock included). The layer of a
+        // finished execution is reused: its key and owner strings keep their memory.
         let layers = match self.spare_layers.pop() {
             Some(mut layers) => {
                 layers[0].reset(spec);

@@ -1675,3 +1675,37 @@ fn memory_returns_to_live_leases_after_a_burst_without_new_keys() {
     let entries = e.memory_entries(DEFAULT_MEMORY_STORE).unwrap();
     assert!(entries <= 66, "{entries} entries kept for 0 live leases, 1000 s after the burst");
 }
+
+#[test]
+fn a_dropped_memory_store_is_emptied_and_its_id_reused_unless_something_still_uses_it() {
+    let mut e = engine();
+    let a = e.create_memory_store();
+    assert_eq!(e.memory_acquire(a, "k", "o", 60_000).unwrap(), Some(1));
+    assert!(e.drop_memory_store(a));
+    assert!(!e.drop_memory_store(a), "dropped once");
+    let b = e.create_memory_store();
+    assert_eq!(b, a, "the id is reused");
+    assert_eq!(e.memory_size(b).unwrap(), 0, "nothing of the dropped store's leases");
+    assert_eq!(e.memory_acquire(b, "k", "p", 60_000).unwrap(), Some(1));
+    assert_ne!(e.create_memory_store(), b, "a live store's id is not handed out");
+
+    // Not while an execution waits on it (the host holds a store its executions use;
+    // this guards the engine's queues), nor the default store.
+    let store = StoreRef::Memory(b);
+    assert!(matches!(
+        e.start(1, vec![lock(store, "x", 1000, None)], ExecOptions::default()).unwrap(),
+        Start::Running { .. }
+    ));
+    assert!(matches!(
+        e.start(2, vec![lock(store, "x", 1000, Some(5000))], ExecOptions::default()).unwrap(),
+        Start::Pending
+    ));
+    assert!(!e.drop_memory_store(b), "a waiter");
+    e.finish(1, true).unwrap();
+    drain(&mut e);
+    e.finish(2, true).unwrap();
+    drain(&mut e);
+    assert!(e.drop_memory_store(b));
+    assert!(!e.drop_memory_store(DEFAULT_MEMORY_STORE));
+    assert!(!e.drop_memory_store(99), "an unknown id");
+}
