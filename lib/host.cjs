@@ -1252,7 +1252,10 @@ function createApi(binding, options) {
       return rec.controller.signal;
     }
 
-    /** Releases the lease. True only if this owner still held it; false after a lapse or a takeover. */
+    /**
+     * Releases the lease. True only if this owner still held it; false after a lapse or a
+     * takeover. Rejects with a LockStoreError when the store fails to release it.
+     */
     release() {
       return this._rec.release();
     }

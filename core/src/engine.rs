@@ -398,6 +398,7 @@ pub struct Engine {
     /// Memory stores, by id (ids are checked at start). A store the host dropped is
     /// emptied and its id given to the next store created.
     memory: Vec<MemoryStore>,
+    dropped_memory: Vec<bool>,
     free_memory: Vec<u32>,
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
@@ -463,6 +464,7 @@ impl Engine {
             fake: None,
             owners: OwnerIds::new(seed),
             memory: vec![MemoryStore::default()],
+            dropped_memory: vec![false],
             free_memory: Vec::new(),
             execs: IdMap::default(),
             queues: WaitQueues::default(),
@@ -511,9 +513,11 @@ impl Engine {
     /// Adds a memory store and returns its id (that of a dropped store, if any).
     pub fn create_memory_store(&mut self) -> u32 {
         if let Some(id) = self.free_memory.pop() {
+            self.dropped_memory[id as usize] = false;
             return id;
         }
         self.memory.push(MemoryStore::default());
+        self.dropped_memory.push(false);
         (self.memory.len() - 1) as u32
     }
 
@@ -524,13 +528,14 @@ impl Engine {
     /// dropped.
     pub fn drop_memory_store(&mut self, id: u32) -> bool {
         let slot = id as usize;
-        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || self.free_memory.contains(&id) {
+        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || self.dropped_memory[slot] {
             return false;
         }
         if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
             return false;
         }
         self.memory[slot] = MemoryStore::default();
+        self.dropped_memory[slot] = true;
         self.free_memory.push(id);
         true
     }
@@ -841,7 +846,8 @@ impl Engine {
         let (exec, layer) = match req.origin {
             Origin::Layer { exec, layer } => (exec, layer),
             Origin::Abandoned { .. } => {
-                if let Answer::Acquired(Some(_)) = answer {
+                // A lease in the answer, or a failure that may hide one (see `on_try`).
+                if let Answer::Acquired(Some(_)) | Answer::Failed(_) = answer {
                     self.release_late_grant(req);
                 }
                 return;
@@ -1624,9 +1630,12 @@ impl Engine {
     /// A manual lease's `release()` was asked for by its caller, who waits for it: a
     /// store that failed to release is its answer (an execution's release is not: its
     /// callback's outcome is, and the failure goes to telemetry).
+    /// A release still unanswered when the lease would have ended is not one: whatever
+    /// the store does with it, the lease is over, and `release()` answers false.
     fn answer_release_failure(&mut self, exec: u32, layer: u32, failure: &StoreFailure) {
         let Some(e) = self.execs.get_mut(&exec) else { return };
-        if !e.options.manual || !matches!(e.completion, None | Some(Outcome::Value)) {
+        let timed_out = matches!(failure, StoreFailure::TimedOut { .. });
+        if timed_out || !e.options.manual || !matches!(e.completion, None | Some(Outcome::Value)) {
             return;
         }
         let Some(l) = e.layers.get(layer as usize) else { return };

@@ -43,7 +43,7 @@ struct Queue {
 
 impl Queue {
     fn live(&self) -> usize {
-        self.entries.len() - self.gone_total
+        self.entries.len().saturating_sub(self.gone_total)
     }
 
     /// Whether `exec` stands for a gone entry, which it then consumes.
@@ -72,8 +72,13 @@ impl Queue {
         looked_at
     }
 
-    /// Removes `exec`, which must be queued here; returns how many entries were looked at.
+    /// Removes `exec`, which must be queued here (the engine removes a waiter once, and
+    /// only one it queued); returns how many entries were looked at.
     fn remove(&mut self, exec: u32) -> usize {
+        debug_assert!(
+            self.entries.iter().filter(|&&e| e == exec).count() > self.gone.get(&exec).map_or(0, |&n| n as usize),
+            "{exec} is not queued"
+        );
         if self.entries.front() == Some(&exec) {
             self.entries.pop_front();
             return 1 + self.trim_front();

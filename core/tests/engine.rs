@@ -1709,3 +1709,53 @@ fn a_dropped_memory_store_is_emptied_and_its_id_reused_unless_something_still_us
     assert!(!e.drop_memory_store(DEFAULT_MEMORY_STORE));
     assert!(!e.drop_memory_store(99), "an unknown id");
 }
+
+#[test]
+fn a_manual_release_the_store_fails_is_a_store_error_and_one_unanswered_by_the_lease_end_is_not_held() {
+    for (failure, expected) in [
+        (
+            Some(StoreFailure::Threw(9)),
+            Outcome::Error(LockError::StoreFailed {
+                key: "k".into(),
+                method: StoreMethod::Release,
+                failure: StoreFailure::Threw(9),
+            }),
+        ),
+        (None, Outcome::NotHeld),
+    ] {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 2_000, None)], MANUAL).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        e.answer(acquire.request, Answer::Acquired(Some(1)));
+        drain(&mut e);
+        e.finish(1, true).unwrap();
+        let release = only_call(&mut e, StoreMethod::Release);
+        match failure {
+            Some(failure) => e.answer(release.request, Answer::Failed(failure)),
+            // Unanswered: at the lease's end the engine stops waiting.
+            None => {
+                e.advance(2_000).unwrap();
+            }
+        }
+        assert_eq!(settled(&drain(&mut e), 1), Some(&expected));
+    }
+}
+
+#[test]
+fn an_acquire_that_fails_is_followed_by_a_release_by_its_owner_also_when_abandoned() {
+    for abandon_first in [false, true] {
+        let mut e = engine();
+        e.start(1, vec![lock(EXT, "k", 30_000, Some(5_000))], ExecOptions::default()).unwrap();
+        let acquire = only_call(&mut e, StoreMethod::Acquire);
+        if abandon_first {
+            e.cancel(1);
+            drain(&mut e);
+        }
+        e.answer(acquire.request, Answer::Failed(StoreFailure::Threw(acquire.request)));
+        let (calls, _) = split(&mut e);
+        assert_eq!(calls.len(), 1, "abandoned first: {abandon_first}");
+        assert_eq!((calls[0].method, calls[0].owner.as_str()), (StoreMethod::Release, acquire.owner.as_str()));
+        // Timing out is not failing: a late answer says whether there is a lease.
+        assert_eq!(e.live_executions(), 0);
+    }
+}
