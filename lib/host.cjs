@@ -66,13 +66,13 @@ const LOCK_TOKEN = 'leasehold.lockToken';
 const HOST = Symbol('leasehold.host');
 const STORE_ID = Symbol('leasehold.storeId');
 
-/** A grant as a store that grants on release passes it to its `subscribe` listener. */
 function noop() {}
 
 function falsy() {
   return false;
 }
 
+/** A grant as a store that grants on release passes it to its `subscribe` listener. */
 function isGrant(grant) {
   return (
     grant !== null &&
