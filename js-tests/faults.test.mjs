@@ -13,14 +13,9 @@ import {
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
+import { noUnhandledRejections } from './support/async.mjs';
 
-const unhandled = [];
-const onUnhandled = (reason) => unhandled.push(reason);
-before(() => process.on('unhandledRejection', onUnhandled));
-after(() => {
-  process.off('unhandledRejection', onUnhandled);
-  assert.deepEqual(unhandled, [], 'no unhandled rejection anywhere in this file');
-});
+noUnhandledRejections(before, after);
 
 const pipelineOn = (clock, lock, builder = {}) =>
   new ResiliencePipelineBuilder({ timeProvider: clock, ...builder }).addLock(lock).build();

@@ -10,16 +10,11 @@ import assert from 'node:assert/strict';
 import api, { ResiliencePipelineBuilder, FakeTimeProvider, LockStoreError, getLockToken } from 'leasehold';
 import { advance, deferred, flush } from './support/time.mjs';
 import { grantingStore } from './support/stores.mjs';
+import { noUnhandledRejections } from './support/async.mjs';
 
 const { hostOf } = api[Symbol.for('leasehold.internals')];
 
-const unhandled = [];
-const onUnhandled = (reason) => unhandled.push(reason);
-before(() => process.on('unhandledRejection', onUnhandled));
-after(() => {
-  process.off('unhandledRejection', onUnhandled);
-  assert.deepEqual(unhandled, [], 'no unhandled rejection anywhere in this file');
-});
+noUnhandledRejections(before, after);
 
 const KEY = 'k';
 const TTL = 3000;

@@ -14,7 +14,6 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
-import { createClient } from 'redis';
 import pg from 'pg';
 import { engine, FakeTimeProvider, ResiliencePipelineBuilder, LockLostError, getLockToken } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
@@ -23,7 +22,7 @@ import { startPostgres } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
 import { uniqueKey as unique } from './support/keys.mjs';
 import { onLines } from './support/lines.mjs';
-import { closeIoredis, closeNodeRedis } from './support/redis-clients.mjs';
+import { NAMED_CLIENTS } from './support/redis-clients.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 
 // Counted for the whole file: no fault here may leave a rejection unhandled.
@@ -40,32 +39,7 @@ const ms = (x) => `${Math.round(x)} ms`;
 /** Settles to `{ value }` or `{ error }`, never rejects. */
 const outcomeOf = (promise) => promise.then((value) => ({ value }), (error) => ({ error }));
 
-// Clients with the libraries' default reconnect behaviour (ioredis: retry after
-// min(n x 50, 2000) ms, offline queue, unanswered commands resent after a reconnect;
-// node-redis: retry after min(2^n x 50, 2000) ms + jitter, offline queue, commands in
-// flight on a dropped socket rejected). Named, so CLIENT LIST finds their connection.
-const KINDS = {
-  ioredis: {
-    name: 'ioredis',
-    async connect(port, connectionName) {
-      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectionName });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    close: closeIoredis,
-  },
-  'node-redis': {
-    name: 'node-redis',
-    async connect(port, name) {
-      const client = createClient({ socket: { host: '127.0.0.1', port }, name });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    close: closeNodeRedis,
-  },
-};
+const KINDS = NAMED_CLIENTS;
 
 // Everything opened here is closed in after().
 const clients = []; // [kind, client]

@@ -11,42 +11,20 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
-import { createClient } from 'redis';
 import { engine, ResiliencePipelineBuilder, LockStoreError, getLockToken } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
 import { call, startRedisServer, waitFor } from './support/redis.mjs';
 import { within } from './support/async.mjs';
 import { deferred } from './support/time.mjs';
 import { uniqueKey } from './support/keys.mjs';
-import { closeIoredis, closeNodeRedis } from './support/redis-clients.mjs';
+import { NAMED_CLIENTS } from './support/redis-clients.mjs';
 
 const unhandled = [];
 process.on('unhandledRejection', (reason) => unhandled.push(reason));
 
 const noop = () => {};
 
-// Default reconnect behaviour (ioredis resends commands in flight on a dropped socket;
-// node-redis rejects them), with a name, so CLIENT LIST finds each connection.
-const KINDS = {
-  ioredis: {
-    async connect(port, connectionName) {
-      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectionName });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    close: closeIoredis,
-  },
-  'node-redis': {
-    async connect(port, name) {
-      const client = createClient({ socket: { host: '127.0.0.1', port }, name });
-      client.on('error', noop);
-      await client.connect();
-      return client;
-    },
-    close: closeNodeRedis,
-  },
-};
+const KINDS = NAMED_CLIENTS;
 
 let server;
 const clients = [];
@@ -306,19 +284,25 @@ describe("the store's connection killed while waiters are queued", { concurrency
 });
 
 describe('close() while waiters wait', { concurrency: true }, () => {
+  /** H holds the key through one store, W waits through another and is queued in Redis. */
+  async function waiterQueued(kindName, what) {
+    const key = uniqueKey(`${what}-${kindName}`);
+    const prefix = uniqueKey('grants');
+    const storeH = await newStore(kindName, uniqueKey('h'), { prefix });
+    const storeW = await newStore(kindName, uniqueKey('w'), { prefix });
+    const c = contenders(key);
+    const h = c.hold('H', storeH);
+    await within(2000, 'H holds', h.holding);
+    const w = c.start('W', storeW);
+    await waitFor('W queued in Redis', async () => (await queueLength(prefix, key)) === 1, { intervalMs: 2 });
+    return { key, prefix, storeH, storeW, c, h, w };
+  }
+
   for (const kindName of Object.keys(KINDS)) {
     // W's store closes while W waits: W leaves the Redis queue and polls; the holder's
     // release then frees the key, and W takes it at its next poll (within a second).
     test(`${kindName}: the waiter's store closes; it polls and runs`, async () => {
-      const key = uniqueKey(`close-waiter-${kindName}`);
-      const prefix = uniqueKey('grants');
-      const storeH = await newStore(kindName, uniqueKey('h'), { prefix });
-      const storeW = await newStore(kindName, uniqueKey('w'), { prefix });
-      const c = contenders(key);
-      const h = c.hold('H', storeH);
-      await within(2000, 'H holds', h.holding);
-      const w = c.start('W', storeW);
-      await waitFor('W queued in Redis', async () => (await queueLength(prefix, key)) === 1, { intervalMs: 2 });
+      const { key, prefix, storeH, storeW, c, h, w } = await waiterQueued(kindName, 'close-waiter');
       await storeW.close();
       assert.equal(await queueLength(prefix, key), 0, 'W left the queue');
       h.release();
@@ -330,15 +314,7 @@ describe('close() while waiters wait', { concurrency: true }, () => {
     // The holder's store closes while waiters wait: its release still goes through the
     // open client and hands the lease over.
     test(`${kindName}: the holder's store closes; its release still hands over`, async () => {
-      const key = uniqueKey(`close-holder-${kindName}`);
-      const prefix = uniqueKey('grants');
-      const storeH = await newStore(kindName, uniqueKey('h'), { prefix });
-      const storeW = await newStore(kindName, uniqueKey('w'), { prefix });
-      const c = contenders(key);
-      const h = c.hold('H', storeH);
-      await within(2000, 'H holds', h.holding);
-      const w = c.start('W', storeW);
-      await waitFor('W queued in Redis', async () => (await queueLength(prefix, key)) === 1, { intervalMs: 2 });
+      const { storeH, storeW, c, h, w } = await waiterQueued(kindName, 'close-holder');
       await storeH.close();
       h.release();
       const ow = await within(2500, 'W ran', w.settled);

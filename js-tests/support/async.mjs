@@ -1,5 +1,6 @@
 // Bounded waits for tests against real servers and processes: every wait has a limit,
 // and a wait that runs out says what it was waiting for.
+import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Rejects when `promise` has not settled after `ms`. */
@@ -35,4 +36,18 @@ export async function pollUntil(what, check, { timeoutMs, intervalMs }) {
     }
     await sleep(intervalMs);
   }
+}
+
+/**
+ * Fails the calling test file, at its end, if any promise in it was rejected without a
+ * handler (registers node:test `before` and `after` hooks).
+ */
+export function noUnhandledRejections(before, after) {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  before(() => process.on('unhandledRejection', onUnhandled));
+  after(() => {
+    process.off('unhandledRejection', onUnhandled);
+    assert.deepEqual(unhandled, [], 'no unhandled rejection anywhere in this file');
+  });
 }

@@ -66,3 +66,33 @@ export function closeNodeRedis(client) {
     // already closed
   }
 }
+
+/**
+ * Both client libraries with their default reconnect behaviour (ioredis: retry after
+ * min(n x 50, 2000) ms, offline queue, unanswered commands resent after a reconnect;
+ * node-redis: retry after min(2^n x 50, 2000) ms + jitter, offline queue, commands in
+ * flight on a dropped socket rejected), each connection named so that CLIENT LIST finds
+ * it: `connect(port, name)` and `close(client)`.
+ */
+export const NAMED_CLIENTS = {
+  ioredis: {
+    name: 'ioredis',
+    async connect(port, connectionName) {
+      const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectionName });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    close: closeIoredis,
+  },
+  'node-redis': {
+    name: 'node-redis',
+    async connect(port, name) {
+      const client = createClient({ socket: { host: '127.0.0.1', port }, name });
+      client.on('error', noop);
+      await client.connect();
+      return client;
+    },
+    close: closeNodeRedis,
+  },
+};
