@@ -212,7 +212,12 @@ describe("the store's connection killed while waiters are queued", { concurrency
       const prefix = uniqueKey('grants');
       const wName = uniqueKey('w');
       const storeH = await newStore(kindName, uniqueKey('h'), { prefix });
+      const others = await grantChannels(prefix);
       const storeW = await newStore(kindName, wName, { prefix });
+      // Listening for grants before W's first try, so that the try queues W: a try that
+      // does not, and a poll that then fails (node-redis), would leave W never queued.
+      storeW.subscribe('warm-up', noop)();
+      await waitFor('W listens for grants', async () => (await grantChannels(prefix)).some((ch) => !others.includes(ch)));
       const storeX = await newStore(kindName, uniqueKey('x'), { prefix });
       const c = contenders(key);
       const h = c.hold('H', storeH);
