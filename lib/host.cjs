@@ -154,7 +154,14 @@ function createApi(binding, options) {
         typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.stores.delete(id)) : undefined;
       // A MemoryLockStore collected: the engine forgets its leases and reuses its id.
       this.memoryStoreGone =
-        typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((id) => this.dropMemoryStore(id)) : undefined;
+        typeof FinalizationRegistry === 'function'
+          ? new FinalizationRegistry((id) =>
+              this.guard(() => {
+                this.engine.dropMemoryStore(id);
+                return 0;
+              }),
+            )
+          : undefined;
       this.nextStoreId = 1;
       this.nextExec = 0;
       this.thrown = new Map();
@@ -230,8 +237,8 @@ function createApi(binding, options) {
     }
 
     /**
-     * Calls the engine from a timer or a store's answer, where nobody could catch an
-     * engine failure: it rejects the executions of this engine instead of crashing.
+     * Calls the engine from a timer, a store's answer or a finalizer, where nobody could
+     * catch an engine failure: it rejects the executions of this engine instead of crashing.
      */
     guard(fn) {
       if (this.dead) return undefined;
@@ -259,15 +266,6 @@ function createApi(binding, options) {
       this.execs.clear();
     }
 
-    dropMemoryStore(id) {
-      if (this.dead) return;
-      try {
-        this.engine.dropMemoryStore(id);
-      } catch (error) {
-        this.die(fromEngine(error));
-      }
-    }
-
     /** Calls the engine for a value (not a status word); a failure of the engine itself is re-thrown as an Error. */
     ask(fn) {
       try {
@@ -279,13 +277,7 @@ function createApi(binding, options) {
 
     /** Calls the engine; a failure of the engine itself (a caught panic) is re-thrown as an Error. */
     call(fn) {
-      let status;
-      try {
-        status = fn();
-      } catch (error) {
-        throw fromEngine(error);
-      }
-      return this.status(status);
+      return this.status(this.ask(fn));
     }
 
     /**

@@ -1656,10 +1656,19 @@ impl Engine {
 
     /// Releases whatever lease a failed acquire of `exec`'s `layer` may have left.
     fn release_orphan(&mut self, exec: u32, layer: u32) {
-        let Some(l) = self.execs.get(&exec).and_then(|e| e.layers.get(layer as usize)) else { return };
-        let StoreRef::External { id, .. } = l.spec.store else { return };
-        let (key, owner) = (l.spec.key.clone(), l.owner.clone());
-        self.release_unheld(id, key, owner);
+        if let Some((store, key, owner)) = self.external_lease(exec, layer) {
+            self.release_unheld(store, key, owner);
+        }
+    }
+
+    /// The JS store, key and owner of `exec`'s `layer`, for a release of a lease it may
+    /// have been granted; `None` on a memory store (whose answers are never lost).
+    fn external_lease(&self, exec: u32, layer: u32) -> Option<(u32, String, String)> {
+        let l = self.execs.get(&exec)?.layers.get(layer as usize)?;
+        match l.spec.store {
+            StoreRef::External { id, .. } => Some((id, l.spec.key.clone(), l.owner.clone())),
+            StoreRef::Memory(_) => None,
+        }
     }
 
     /// A release that no execution waits for, of a lease nobody holds for sure.
@@ -1689,12 +1698,7 @@ impl Engine {
     fn abandon(&mut self, request: u32) {
         let Some(req) = self.requests.get(&request) else { return };
         let late_grant = match (&req.origin, req.method) {
-            (Origin::Layer { exec, layer }, StoreMethod::Acquire) => {
-                self.execs.get(exec).and_then(|e| e.layers.get(*layer as usize)).and_then(|l| match l.spec.store {
-                    StoreRef::External { id, .. } => Some(Box::new((id, l.spec.key.clone(), l.owner.clone()))),
-                    StoreRef::Memory(_) => None,
-                })
-            }
+            (&Origin::Layer { exec, layer }, StoreMethod::Acquire) => self.external_lease(exec, layer).map(Box::new),
             _ => None,
         };
         if late_grant.is_none() {
