@@ -742,6 +742,46 @@ describe('standalone Redis', () => {
           assert.equal(await b.release(key, 'B'), true);
         });
 
+        test('a store that let the key go to a queued owner hands it over in its next release; taking it again at once brings its turns back', async () => {
+          const key = uniqueKey('left');
+          const a = waiterStore({ handOffAfter: 60_000 });
+          const b = waiterStore();
+          await b.listen(key);
+          // Asked right after a release resolves, on the same client: Redis answers it
+          // before anything the store sends from the event loop's next turn (a WAKE).
+          const releaseThenLocked = async (store, owner) => {
+            assert.equal(await store.release(key, owner), true);
+            return store.isLocked(key);
+          };
+          const handOver = async (a1, b1) => {
+            assert.ok(await a.acquire(key, a1, 10_000));
+            assert.equal(await b.acquire(key, b1, 10_000, { queue: true }), undefined, `${b1} queued`);
+            const granted = b.nextGrant();
+            const lockedAtOnce = await releaseThenLocked(a, a1);
+            assert.equal((await within(2000, `${b1}'s grant`, granted)).owner, b1);
+            return lockedAtOnce;
+          };
+          // The turn is A's: its release leaves the key free for A to take again. A does
+          // not, and B is woken in the next turn of the event loop.
+          assert.equal(await handOver('A1', 'B1'), false, 'free after the first release: A could take it again');
+          assert.equal(await b.release(key, 'B1'), true);
+          // A let the key go last time: this release hands it to B itself.
+          assert.equal(await handOver('A2', 'B2'), true, "handed over in A's release");
+          assert.equal(await b.release(key, 'B2'), true);
+          // Released that way, then asked for again at once (a loop of executions).
+          assert.ok(await a.acquire(key, 'A3', 10_000));
+          assert.equal(await b.acquire(key, 'B3', 10_000, { queue: true }), undefined);
+          const toB3 = b.nextGrant();
+          assert.equal(await a.release(key, 'A3'), true);
+          assert.equal(await a.acquire(key, 'A4', 10_000), undefined, 'B3 was handed it');
+          assert.equal((await within(2000, "B3's grant", toB3)).owner, 'B3');
+          assert.equal(await b.release(key, 'B3'), true);
+          // A's turns are back: its release leaves the key free again.
+          assert.equal(await handOver('A5', 'B4'), false, 'free after the release: the turn is kept again');
+          assert.equal(await b.release(key, 'B4'), true);
+          assert.equal(await a.isLocked(key), false);
+        });
+
         test('a queued owner that has waited the hand-off time is handed the key even from a releaser that wants it back', async () => {
           const key = uniqueKey('starving');
           const a = waiterStore({ handOffAfter: 50 });

@@ -82,6 +82,12 @@ const DEFAULT_HAND_OFF_MS = 10;
 
 const nextTurn = typeof setImmediate === 'function' ? setImmediate : (fn) => setTimeout(fn, 0);
 
+/**
+ * How many leases a store remembers as left (see `#leftLeases`): the keys it released
+ * to queued owners most recently, not every key it ever used.
+ */
+const LEFT_LEASES_MAX = 1_024;
+
 /** How long a key's channel stays subscribed after its last listener left. */
 const LINGER_MS = 1_000;
 const FORGET_QUEUED_MS = 60_000;
@@ -520,11 +526,22 @@ class RedisLockStore {
   // Leases released with owners queued, to hand over unless taken again (#wakeLease).
   #wakes = new Set();
   #wakesScheduled = false;
+  // Leases this store released with owners queued and then did not take again (a WAKE
+  // handed them over): their next release hands the key to the first queued owner at
+  // once, as with handOffAfter 0, instead of leaving it free for a re-take that does
+  // not come (code that does other work between its executions). Oldest first, at most
+  // LEFT_LEASES_MAX. A lease is forgotten here when this store takes it again right
+  // after such a release (`#releasedAtOnce` holds those until the event loop's next
+  // turn): a loop of executions gets its turns back.
+  #leftLeases = new Set();
+  #releasedAtOnce = new Set();
+  #releasedAtOnceScheduled = false;
   #handOffMs;
   #checkHeard;
   // RELEASE's settings (see there), without and with this store's grant channel.
   #releaseSettings;
   #releaseSettingsListening;
+  #releaseSettingsAtOnce;
   #lingerTimer = undefined;
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
@@ -559,6 +576,8 @@ class RedisLockStore {
     this.#grantChannel = `${prefix}:grants:${randomBytes(12).toString('hex')}`;
     this.#releaseSettings = `${this.#handOffMs} ${this.#checkHeard} `;
     this.#releaseSettingsListening = `${this.#releaseSettings}${this.#grantChannel}`;
+    // No hand-off time: the turn's channel is not read.
+    this.#releaseSettingsAtOnce = `0 ${this.#checkHeard} `;
   }
 
   /** The key prefix in use. */
@@ -630,6 +649,9 @@ class RedisLockStore {
     const queue = queueOption(options) && this.#grantsListening && !this.#closed;
     // Taking the key again, just after releasing it: no need to wake a queued owner.
     if (this.#wakes.size > 0) this.#wakes.delete(this.#leaseKey(key));
+    if (this.#releasedAtOnce.size > 0 && this.#releasedAtOnce.delete(this.#leaseKey(key))) {
+      this.#leftLeases.delete(this.#leaseKey(key));
+    }
     const sentAt = performance.now();
     const args = queue
       ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
@@ -693,7 +715,9 @@ class RedisLockStore {
     checkString('key', key);
     checkString('owner', owner);
     if (this.#answered.size > 0) this.#answered.delete(owner);
-    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner));
+    const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(this.#leaseKey(key));
+    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, atOnce));
+    if (atOnce) this.#watchRetake(this.#leaseKey(key));
     if (Number(reply) === 2) {
       this.#wakeLease(this.#leaseKey(key));
       return true;
@@ -701,9 +725,25 @@ class RedisLockStore {
     return toFlag(reply, 'release');
   }
 
-  /** RELEASE's arguments for `owner`'s lease. */
-  #releaseArgs(owner) {
+  /** RELEASE's arguments for `owner`'s lease; `atOnce`: handing over without a turn. */
+  #releaseArgs(owner, atOnce = false) {
+    if (atOnce) return [owner, this.#releaseSettingsAtOnce];
     return [owner, this.#grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
+  }
+
+  /**
+   * `lease` was released without keeping this store's turn: if this store asks for it
+   * again before the event loop's next turn, it runs executions in a loop, and its
+   * releases keep turns again (see `#leftLeases`).
+   */
+  #watchRetake(lease) {
+    this.#releasedAtOnce.add(lease);
+    if (this.#releasedAtOnceScheduled) return;
+    this.#releasedAtOnceScheduled = true;
+    nextTurn(() => {
+      this.#releasedAtOnceScheduled = false;
+      this.#releasedAtOnce.clear();
+    });
   }
 
   /** The Redis names of a lease's key, from the lease's name, in script order. */
@@ -738,6 +778,9 @@ class RedisLockStore {
     const leases = [...this.#wakes];
     this.#wakes.clear();
     for (const l of leases) {
+      this.#leftLeases.delete(l);
+      this.#leftLeases.add(l);
+      if (this.#leftLeases.size > LEFT_LEASES_MAX) this.#leftLeases.delete(this.#leftLeases.values().next().value);
       const keys = this.#keysOfLease(l);
       const args = [this.#checkHeard];
       (closing ? this.#evalNow(WAKE, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
