@@ -59,7 +59,9 @@ return {holders, last or ''}`;
  * (awaited), then DECR the counter without awaiting it: it goes out on the same
  * connection before the library's release, so Redis runs it before the next holder can
  * enter, and the check costs one round trip inside the lock, not two. Also counts how
- * often this process follows itself as holder.
+ * often this process follows itself as holder. `thinkMs` > 0: after each execution
+ * (contended warm-up and measured part), the process waits that long on a timer before
+ * asking again, as code that does other work between executions (scenario 5b).
  * Warm-up, so that the measured part runs code already compiled, as in scenario 4:
  * before it says it is ready, `warmup` executions of the same body on a key of its own
  * (nobody waits for it); after the start, `contendedWarmup` executions on a second
@@ -68,7 +70,7 @@ return {holders, last or ''}`;
  * Redis's CPU time (`redisCpuMsAtStart`), so that Redis's share can be counted from
  * there.
  */
-async function contendedWorker(lib, { port, key, count, processes, warmup, contendedWarmup, deadlineMs, ttlMs, waitMs }) {
+async function contendedWorker(lib, { port, key, count, processes, warmup, contendedWarmup, deadlineMs, ttlMs, waitMs, thinkMs = 0 }) {
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs });
   const me = `${process.pid}`;
@@ -100,6 +102,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
     } catch (error) {
       errors.push(`warm-up: ${error?.name}: ${error?.message}`);
     }
+    if (thinkMs > 0) await sleep(thinkMs);
   }
   const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
@@ -118,6 +121,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
     } catch (error) {
       errors.push(`${error?.name}: ${error?.message}`);
     }
+    if (thinkMs > 0) await sleep(thinkMs);
   }
   const endedAt = performance.timeOrigin + performance.now();
   const cpu = process.cpuUsage(cpu0);

@@ -94,6 +94,7 @@ const S = quick
       inprocess: { rounds: 1 },
       redisUncontended: { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 1 },
       redisContended: { processes: 8, perProcess: 50, warmup: 50, contendedWarmup: 20, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 },
+      redisThink: { processes: 8, perProcess: 50, warmup: 50, contendedWarmup: 20, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, thinkMs: 1, rounds: 1 },
       restart: { ttlMs: 1_500, offsets: [30] },
     }
   : {
@@ -103,6 +104,7 @@ const S = quick
       inprocess: { rounds: 3 },
       redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 5 },
       redisContended: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
+      redisThink: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, thinkMs: 1, rounds: 2 },
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
 const roundsOf = (s) => roundsOverride ?? s.rounds;
@@ -307,6 +309,48 @@ async function flush() {
   await call(redis.port, ['SCRIPT', 'FLUSH']);
 }
 
+/**
+ * Scenario 5 (and 5b): for each library, a fleet of `p.processes` children on one key,
+ * interleaved over rounds; per round, throughput, waits, exclusion and CPU.
+ */
+async function contended(libs, p, tag) {
+  return interleave(libs, roundsOf(p), async (lib) => {
+    await flush();
+    const key = `bench:${tag}:${lib}`;
+    const fleet = await startFleet(
+      p.processes,
+      REDIS_CHILD,
+      { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } },
+      {
+        env: engineEnv(lib),
+        // The contended warm-up and the measured part each stop at the deadline.
+        timeoutMs: 2 * p.deadlineMs + 60_000,
+      },
+    );
+    for (const c of fleet) c.go();
+    const outs = await Promise.all(fleet.map((c) => c.result));
+    // Counted from when the last process reached the measured part (it read Redis's CPU).
+    const redisCpu = (await serverCpuMs(redis.port)) - outs.find((o) => o.redisCpuMsAtStart !== undefined).redisCpuMsAtStart;
+    const completed = outs.reduce((n, o) => n + o.completed, 0);
+    const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
+    const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
+    const at = (q) => waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)];
+    return {
+      opsPerSec: (completed / elapsedMs) * 1000,
+      completed,
+      waitP50: at(0.5),
+      waitP99: at(0.99),
+      waitMax: waits[waits.length - 1],
+      violations: outs.reduce((n, o) => n + o.violations, 0),
+      followedSelf: outs.reduce((n, o) => n + o.followedSelf, 0) / completed,
+      cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
+      redisCpuPerOp: redisCpu / completed,
+      errors: outs.reduce((n, o) => n + o.errorCount, 0),
+      firstError: outs.find((o) => o.errors.length)?.errors[0],
+    };
+  });
+}
+
 if (wanted(4) || wanted(5)) {
   redis = await startRedisServer();
   log(`redis-server on 127.0.0.1:${redis.port}`);
@@ -348,49 +392,31 @@ try {
   }
 
   if (wanted(5)) {
-    const p = S.redisContended;
     // leasehold-native-fifo: the same with handOffAfter: 0 (every release hands the key
     // to the first queued waiter, strictly in arrival order), and floor-fifo, the least
     // such a handover costs on Redis: shown, not targets.
     const libs = ['floor-fifo', ...REDIS_LIBS.filter((l) => l !== 'floor'), 'leasehold-native-fifo'].filter(available);
+    const headers = (best) => ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'Redis CPU / acquisition', 'violations', 'errors', `× best peer (${best})`];
+    const rows = (r, best, planned) =>
+      libs.map((lib) => [
+        lib,
+        fmtInt(med(r[lib], 'opsPerSec')),
+        `${fmtInt(med(r[lib], 'completed'))} / ${fmtInt(planned)}`,
+        fmtMs(med(r[lib], 'waitP50')),
+        fmtMs(med(r[lib], 'waitP99')),
+        fmtMs(med(r[lib], 'waitMax')),
+        `${fmtInt(100 * med(r[lib], 'followedSelf'))} %`,
+        fmtMs(med(r[lib], 'cpuPerOp')),
+        fmtMs(med(r[lib], 'redisCpuPerOp')),
+        fmtInt(Math.max(...r[lib].map((x) => x?.violations ?? NaN))),
+        fmtInt(Math.max(...r[lib].map((x) => x?.errors ?? NaN))),
+        fmtRatio(ratio(r, lib, best, 'opsPerSec')),
+      ]);
+
+    const p = S.redisContended;
     log(`5. Redis, contended: ${p.processes} processes × ${p.perProcess}, ${roundsOf(p)} rounds`);
-    const r = await interleave(libs, roundsOf(p), async (lib) => {
-      await flush();
-      const key = `bench:contended:${lib}`;
-      const fleet = await startFleet(
-        p.processes,
-        REDIS_CHILD,
-        { scenario: 'contendedWorker', lib, params: { ...p, port: redis.port, key, count: p.perProcess } },
-        {
-          env: engineEnv(lib),
-          // The contended warm-up and the measured part each stop at the deadline.
-          timeoutMs: 2 * p.deadlineMs + 60_000,
-        },
-      );
-      for (const c of fleet) c.go();
-      const outs = await Promise.all(fleet.map((c) => c.result));
-      // Counted from when the last process reached the measured part (it read Redis's CPU).
-      const redisCpu = (await serverCpuMs(redis.port)) - outs.find((o) => o.redisCpuMsAtStart !== undefined).redisCpuMsAtStart;
-      const completed = outs.reduce((n, o) => n + o.completed, 0);
-      const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
-      const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
-      const at = (q) => waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)];
-      return {
-        opsPerSec: (completed / elapsedMs) * 1000,
-        completed,
-        waitP50: at(0.5),
-        waitP99: at(0.99),
-        waitMax: waits[waits.length - 1],
-        violations: outs.reduce((n, o) => n + o.violations, 0),
-        followedSelf: outs.reduce((n, o) => n + o.followedSelf, 0) / completed,
-        cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
-        redisCpuPerOp: redisCpu / completed,
-        errors: outs.reduce((n, o) => n + o.errorCount, 0),
-        firstError: outs.find((o) => o.errors.length)?.errors[0],
-      };
-    });
+    const r = await contended(libs, p, 'contended');
     const best = bestPeer(r, 'opsPerSec');
-    const planned = p.processes * p.perProcess;
     sections.push(
       `### 5. Redis, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
         `Each process first warms up alone, as in scenario 4: ${fmtInt(p.warmup)} executions of the same body on a key of its own. Then all run ${fmtInt(p.contendedWarmup)} executions each on another shared key, so that the waiting paths are compiled too, and start the measured part together. ` +
@@ -401,29 +427,26 @@ try {
         `"Same process": share of acquisitions that went to the process that held the lock just before (a process re-taking the lock it just released). ` +
         `Fleet CPU: user + system time of the ${p.processes} client processes per completed acquisition; Redis CPU: the server's (INFO cpu) from the start of the measured part to the last process's end, per completed acquisition (the two cores run both: throughput follows their sum). ` +
         `Each process starts no new acquisition after ${p.deadlineMs / 1000} s (completed < planned then). Wait: from asking to holding.\n\n` +
-        table(
-          ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'Redis CPU / acquisition', 'violations', 'errors', `× best peer (${best})`],
-          libs.map((lib) => [
-            lib,
-            fmtInt(med(r[lib], 'opsPerSec')),
-            `${fmtInt(med(r[lib], 'completed'))} / ${fmtInt(planned)}`,
-            fmtMs(med(r[lib], 'waitP50')),
-            fmtMs(med(r[lib], 'waitP99')),
-            fmtMs(med(r[lib], 'waitMax')),
-            `${fmtInt(100 * med(r[lib], 'followedSelf'))} %`,
-            fmtMs(med(r[lib], 'cpuPerOp')),
-            fmtMs(med(r[lib], 'redisCpuPerOp')),
-            fmtInt(Math.max(...r[lib].map((x) => x?.violations ?? NaN))),
-            fmtInt(Math.max(...r[lib].map((x) => x?.errors ?? NaN))),
-            fmtRatio(ratio(r, lib, best, 'opsPerSec')),
-          ]),
-        ),
+        table(headers(best), rows(r, best, p.processes * p.perProcess)),
     );
     for (const lib of libs.filter((l) => l === 'leasehold-native' || l === 'leasehold-wasm')) {
       const x = ratio(r, lib, best, 'opsPerSec');
       const v = Math.max(...r[lib].map((o) => o?.violations ?? Infinity));
       target(5, `${lib.slice(10)}: ≥ 2× the best peer (${best}), 0 violations`, x >= 2 && v === 0, `${fmtRatio(x)}, ${v} violations`);
     }
+
+    const t = S.redisThink;
+    log(`5b. Redis, contended, ${t.thinkMs} ms between executions: ${t.processes} processes × ${t.perProcess}, ${roundsOf(t)} rounds`);
+    const rt = await contended(libs, t, 'think');
+    const bestT = bestPeer(rt, 'opsPerSec');
+    sections.push(
+      `### 5b. Redis, contended, with work between executions (not in the issue's list)\n\n` +
+        `Scenario 5, but each process waits ${t.thinkMs} ms on a timer after each execution before it asks again (in the contended warm-up too), as code that does other work between its executions. ` +
+        `In scenario 5 a process asks again the moment it releases, so the key is almost never free while others wait, and a waiter that polls loses nothing by it. ` +
+        `Here the releasing process is not there to take the key again: a waiter gets it only when it is told (leasehold: the release hands it over) or when its next poll comes (redis-semaphore every 10 ms, redlock 200 ± 100 ms, verrou 250 ms). ` +
+        `Shown, not a target; ${roundsOf(t)} rounds. Columns as in scenario 5.\n\n` +
+        table(headers(bestT), rows(rt, bestT, t.processes * t.perProcess)),
+    );
   }
 } finally {
   await redis?.stop();
