@@ -222,11 +222,13 @@ describe('RedisLockStore subscriptions (a client that records them, no server)',
   /** An ioredis-shaped client whose subscriber connection records the channels it is told. */
   function recordingClient() {
     const subscribed = new Set();
+    const subscribes = []; // every channel a SUBSCRIBE named, in order
     const subscriber = {
       status: 'ready',
       on: () => subscriber,
       async subscribe(...channels) {
         for (const c of channels) subscribed.add(c);
+        subscribes.push(...channels);
       },
       async unsubscribe(...channels) {
         for (const c of channels) subscribed.delete(c);
@@ -234,7 +236,7 @@ describe('RedisLockStore subscriptions (a client that records them, no server)',
       disconnect() {},
     };
     const client = { evalsha: async () => null, eval: async () => null, pttl: async () => -2, duplicate: () => subscriber };
-    return { client, subscribed };
+    return { client, subscribed, subscribes };
   }
   const turns = async (n = 5) => {
     for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -253,6 +255,32 @@ describe('RedisLockStore subscriptions (a client that records them, no server)',
     await turns();
     assert.ok(subscribed.has('p:{b}:released'), `subscribed: ${[...subscribed].join(', ')}`);
     assert.ok(subscribed.has('p:{a}:released'), 'the channel left lingers');
+    await store.close();
+  });
+
+  test('waiters on many keys that leave one at a time: every channel lingers, then goes; one waited for again stays, subscribed once', async () => {
+    const { client, subscribed, subscribes } = recordingClient();
+    const store = new RedisLockStore({ client, prefix: 'p' });
+    const keys = Array.from({ length: 3000 }, (_, i) => `k${i}`);
+    const offs = [];
+    for (const key of keys) {
+      offs.push(store.subscribe(key, noop));
+      await turns(1);
+    }
+    await turns();
+    assert.equal(keys.filter((k) => subscribed.has(`p:{${k}}:released`)).length, keys.length, 'every key subscribed');
+    let back;
+    for (const [i, off] of offs.entries()) {
+      off();
+      if (i === 2000) back = store.subscribe('k7', noop); // k7 left at i = 7: waited for again
+      await turns(1);
+    }
+    await turns();
+    assert.equal(keys.filter((k) => subscribed.has(`p:{${k}}:released`)).length, keys.length, 'all linger at first');
+    await waitFor('the lingering channels to go', async () => subscribed.size === 2, { timeoutMs: 5000 });
+    assert.deepEqual([...subscribed].sort(), ['p:{k7}:released', [...subscribed].find((c) => c.startsWith('p:grants:'))].sort());
+    assert.equal(subscribes.filter((c) => c === 'p:{k7}:released').length, 1, 'k7 was never subscribed again');
+    back();
     await store.close();
   });
 });

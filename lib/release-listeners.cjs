@@ -4,14 +4,14 @@
  * channel -> set of listener entries, reference counted per channel. The store keeps its
  * own channel naming, argument checks and connection; this only does the bookkeeping.
  *
- * `onChange()` is called when a channel gains its first listener or loses its last: the
- * store then brings its server-side subscriptions in line with `channels()`.
+ * `onChange(channel)` is called when a channel gains its first listener or loses its
+ * last: the store then brings its server-side subscriptions in line.
  */
 class ReleaseListeners {
   #entries = new Map();
   #onChange;
 
-  /** @param {() => void} onChange */
+  /** @param {(channel: string) => void} onChange */
   constructor(onChange) {
     this.#onChange = onChange;
   }
@@ -28,7 +28,7 @@ class ReleaseListeners {
     }
     const entry = { onReleased };
     entries.add(entry);
-    if (entries.size === 1) this.#onChange();
+    if (entries.size === 1) this.#onChange(channel);
     let active = true;
     return () => {
       if (!active) return;
@@ -37,7 +37,7 @@ class ReleaseListeners {
       if (current === undefined || !current.delete(entry)) return;
       if (current.size === 0) {
         this.#entries.delete(channel);
-        this.#onChange();
+        this.#onChange(channel);
       }
     };
   }
