@@ -223,20 +223,24 @@ describe('RedisLockStore subscriptions (a client that records them, no server)',
   function recordingClient() {
     const subscribed = new Set();
     const subscribes = []; // every channel a SUBSCRIBE named, in order
+    const unsubscribes = [];
+    const control = { hold: undefined }; // a promise: SUBSCRIBEs answer once it settles
     const subscriber = {
       status: 'ready',
       on: () => subscriber,
       async subscribe(...channels) {
-        for (const c of channels) subscribed.add(c);
         subscribes.push(...channels);
+        await control.hold;
+        for (const c of channels) subscribed.add(c);
       },
       async unsubscribe(...channels) {
+        unsubscribes.push(...channels);
         for (const c of channels) subscribed.delete(c);
       },
       disconnect() {},
     };
     const client = { evalsha: async () => null, eval: async () => null, pttl: async () => -2, duplicate: () => subscriber };
-    return { client, subscribed, subscribes };
+    return { client, subscribed, subscribes, unsubscribes, control };
   }
   const turns = async (n = 5) => {
     for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -255,6 +259,34 @@ describe('RedisLockStore subscriptions (a client that records them, no server)',
     await turns();
     assert.ok(subscribed.has('p:{b}:released'), `subscribed: ${[...subscribed].join(', ')}`);
     assert.ok(subscribed.has('p:{a}:released'), 'the channel left lingers');
+    await store.close();
+  });
+
+  test('a lingering channel waited for again while another SUBSCRIBE is in flight stays subscribed', async () => {
+    const { client, subscribed, subscribes, unsubscribes, control } = recordingClient();
+    const store = new RedisLockStore({ client, prefix: 'p' });
+    const a = 'p:{a}:released';
+    const offFirst = store.subscribe('a', noop);
+    await turns();
+    offFirst();
+    await turns();
+    assert.ok(subscribed.has(a), 'subscribed, then lingering');
+    await sleep(900);
+    let answer;
+    control.hold = new Promise((resolve) => {
+      answer = resolve;
+    });
+    const offB = store.subscribe('b', noop); // a pass now waits on b's SUBSCRIBE
+    await sleep(200); // a's linger is over meanwhile
+    const offA = store.subscribe('a', noop); // a waiter on a again
+    await turns();
+    answer();
+    await turns(20);
+    assert.deepEqual(unsubscribes, [], 'a was not unsubscribed under its new waiter');
+    assert.ok(subscribed.has(a));
+    assert.equal(subscribes.filter((c) => c === a).length, 1, 'nor subscribed again');
+    offA();
+    offB();
     await store.close();
   });
 

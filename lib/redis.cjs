@@ -721,7 +721,12 @@ class RedisLockStore {
     if (this.#answered.size > 0) this.#answered.delete(owner);
     const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(this.#leaseKey(key));
     const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, atOnce));
-    if (atOnce) this.#watchRetake(this.#leaseKey(key));
+    if (atOnce) {
+      // Still a key this store lets go: it stays among the last ones it remembers.
+      this.#leftLeases.delete(this.#leaseKey(key));
+      this.#leftLeases.add(this.#leaseKey(key));
+      this.#watchRetake(this.#leaseKey(key));
+    }
     if (Number(reply) === 2) {
       this.#wakeLease(this.#leaseKey(key));
       return true;
@@ -1044,6 +1049,12 @@ class RedisLockStore {
     const unwanted = [];
     let next = Infinity;
     for (const [c, since] of this.#idleSince) {
+      // Waited for again since the pass began (while its SUBSCRIBEs were in flight): it
+      // stays. Its change is in #changed for the next pass, which finds it subscribed.
+      if (this.#listeners.has(c)) {
+        this.#idleSince.delete(c);
+        continue;
+      }
       if (now - since < LINGER_MS) {
         next = since + LINGER_MS; // the oldest left: the others are due later
         break;
