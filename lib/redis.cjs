@@ -999,9 +999,15 @@ class RedisLockStore {
     subscriber.close().catch(noop);
   }
 
-  /** `channel` gained its first listener or lost its last. */
+  /**
+   * `channel` gained its first listener or lost its last. One with no listener that is
+   * not subscribed needs nothing (a SUBSCRIBE in flight for it looks again when it is
+   * answered): #changed holds only channels with listeners or subscriptions, however
+   * many keys come and go while a pass waits on a server that does not answer.
+   */
   #changedChannel(channel) {
-    this.#changed.add(channel);
+    if (this.#listeners.has(channel) || this.#subscribed.has(channel)) this.#changed.add(channel);
+    else this.#changed.delete(channel);
     this.#sync();
   }
 
