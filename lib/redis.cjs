@@ -529,7 +529,6 @@ class RedisLockStore {
   #idleSince = new Map();
   // Leases released with owners queued, to hand over unless taken again (#wakeLease).
   #wakes = new Set();
-  #wakesScheduled = false;
   // Leases this store released with owners queued and then did not take again (a WAKE
   // handed them over): their next release hands the key to the first queued owner at
   // once, as with handOffAfter 0, instead of leaving it free for a re-take that does
@@ -539,7 +538,8 @@ class RedisLockStore {
   // turn): a loop of executions gets its turns back.
   #leftLeases = new Set();
   #releasedAtOnce = new Set();
-  #releasedAtOnceScheduled = false;
+  // One callback at the event loop's next turn serves both (#atTurnEnd).
+  #turnEndScheduled = false;
   #handOffMs;
   #checkHeard;
   // RELEASE's settings (see there), without and with this store's grant channel.
@@ -747,11 +747,21 @@ class RedisLockStore {
    */
   #watchRetake(lease) {
     this.#releasedAtOnce.add(lease);
-    if (this.#releasedAtOnceScheduled) return;
-    this.#releasedAtOnceScheduled = true;
+    this.#atTurnEnd();
+  }
+
+  /**
+   * At the event loop's next turn, what this turn's releases left to it: the leases
+   * this store did not take again are woken (#wakeLease), and those released without a
+   * turn are no longer watched (#watchRetake).
+   */
+  #atTurnEnd() {
+    if (this.#turnEndScheduled) return;
+    this.#turnEndScheduled = true;
     nextTurn(() => {
-      this.#releasedAtOnceScheduled = false;
+      this.#turnEndScheduled = false;
       this.#releasedAtOnce.clear();
+      this.#wakeNow();
     });
   }
 
@@ -769,12 +779,7 @@ class RedisLockStore {
    */
   #wakeLease(lease) {
     this.#wakes.add(lease);
-    if (this.#wakesScheduled) return;
-    this.#wakesScheduled = true;
-    nextTurn(() => {
-      this.#wakesScheduled = false;
-      this.#wakeNow();
-    });
+    this.#atTurnEnd();
   }
 
   /**
