@@ -5,6 +5,9 @@
 //
 //   node bench/run.mjs [--only=1,3,5] [--rounds=N] [--quick] [--no-write] [--inprocess-only]
 //
+// Scenarios 1-6 are the issue's; 5b (run with 5, so `--only=5` runs both) is scenario 5
+// with 1 ms of other work between a process's executions, shown but not a target.
+//
 // Each library runs each scenario in its own child process (see README "in-process
 // state" in RESULTS.md for why), interleaved: round r runs every library once, in an
 // order rotated by r. Tables show medians over rounds; a ratio is the median of the
