@@ -203,6 +203,7 @@ describe('PostgresLockStore: arguments', () => {
     assert.throws(() => new PostgresLockStore({ client, schema: null }), { name: 'TypeError', message: /schema/ });
     assert.throws(() => new PostgresLockStore({ client, notify: 'yes' }), { name: 'TypeError', message: /notify/ });
     assert.throws(() => new PostgresLockStore({ client, listenClient: {} }), { name: 'TypeError', message: /listenClient/ });
+    assert.throws(() => new PostgresLockStore({ client, tableName: 'locks' }), { name: 'TypeError', message: /no option "tableName"; .*\btable\b/ });
     const store = new PostgresLockStore({ client });
     assert.equal(store.table, 'leasehold_locks');
     assert.equal(store.schema, undefined);

@@ -204,6 +204,7 @@ describe('RedisLockStore constructor', () => {
       assert.throws(() => new RedisLockStore({ client, prefix: 7 }), { name: 'TypeError', message: /prefix/ });
       assert.throws(() => new RedisLockStore({ client, prefix: 'a{b' }), { name: 'TypeError', message: /prefix/ });
       assert.throws(() => new RedisLockStore({ client, prefix: 'a}' }), { name: 'TypeError', message: /prefix/ });
+      assert.throws(() => new RedisLockStore({ client, handoffAfter: 0 }), { name: 'TypeError', message: /no option "handoffAfter"; .*\bhandOffAfter\b/ });
       assert.equal(new RedisLockStore({ client }).prefix, 'lock');
       assert.equal(new RedisLockStore({ client: createClient(), prefix: 'p' }).prefix, 'p');
     } finally {

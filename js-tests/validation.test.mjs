@@ -103,6 +103,32 @@ describe('addLock throws at once for bad options', () => {
   });
 });
 
+describe('a name that is no option is refused, not ignored', () => {
+  // A misspelled option would otherwise be dropped in silence: `timeout` for `wait`
+  // would fail fast where the caller meant to wait.
+  test('builder, addLock, MemoryLockStore, acquireLock and withLock name it', async () => {
+    assertNames(() => new ResiliencePipelineBuilder({ timeProvider: clock, telemetri: () => {} }), TypeError, 'telemetri');
+    assertNames(() => builder().addLock({ key: 'k', timeout: '5s' }), TypeError, 'timeout');
+    assertNames(() => builder().addLock({ key: 'k', ttl: 1000, waitMs: 10 }), TypeError, 'waitMs');
+    assertNames(() => new MemoryLockStore({ timeProvider: clock, clock }), TypeError, 'clock');
+    const store = new MemoryLockStore({ timeProvider: clock });
+    await assert.rejects(acquireLock(store, 'k', 1000, { wiat: 10 }), (e) => e instanceof TypeError && /"wiat"/.test(e.message) && /\bwait\b/.test(e.message));
+    let ran = false;
+    await assert.rejects(
+      withLock({ key: 'k', store, timeProvider: clock, autoRenew: true }, () => (ran = true)),
+      (e) => e instanceof TypeError && /"autoRenew"/.test(e.message),
+    );
+    assert.equal(ran, false);
+    // The options they do have still work, all at once.
+    const lease = await acquireLock(store, 'k', 1000, { wait: 0, signal: new AbortController().signal, autoRenew: false, timeProvider: clock });
+    assert.ok(lease);
+    assert.equal(await lease.release(), true);
+    const all = { key: 'k', ttl: 1000, wait: 0, store, onLockLost: () => {}, name: 'n' };
+    assert.equal(await builder().addLock(all).build().execute(() => 7), 7);
+    assert.equal(await withLock({ ...all, timeProvider: clock, telemetry: () => {}, signal: undefined, operationKey: 'o' }, () => 8), 8);
+  });
+});
+
 describe('the builder', () => {
   test('bad builder options', () => {
     assertNames(() => new ResiliencePipelineBuilder({ timeProvider: { now: () => 0 } }), TypeError, 'timeProvider');

@@ -26,4 +26,16 @@ function describe(value) {
   }
 }
 
-module.exports = { describe };
+/**
+ * Refuses an options object that has a name no option has: a misspelled option (`wiat`,
+ * `timeout` for `wait`) would otherwise be ignored in silence. Names it and the options.
+ */
+function checkOptionNames(options, known, what) {
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new TypeError(`${what} has no option ${describe(name)}; its options are ${known.join(', ')}`);
+    }
+  }
+}
+
+module.exports = { describe, checkOptionNames };

@@ -7,7 +7,7 @@
 
 const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine: engineError } = require('./errors.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
-const { describe } = require('./describe.cjs');
+const { describe, checkOptionNames } = require('./describe.cjs');
 
 // Status bits returned by every mutating engine call (core/src/host.rs).
 const EFFECTS = 16;
@@ -683,6 +683,7 @@ function createApi(binding, options) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`options must be an object, got ${describe(options)}`);
       }
+      checkOptionNames(options, ['timeProvider'], 'MemoryLockStore');
       const host = hostOf(options.timeProvider, 'timeProvider');
       this[HOST] = host;
       this[STORE_ID] = host.ask(() => host.engine.createMemoryStore());
@@ -1040,11 +1041,13 @@ function createApi(binding, options) {
   // ---- pipelines --------------------------------------------------------------------
 
   const DEFAULT_TTL = 30_000;
+  const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
 
   function normaliseLock(options, host) {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
     }
+    checkOptionNames(options, LOCK_OPTIONS, 'addLock');
     const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name } = options;
     if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
       throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
@@ -1202,6 +1205,7 @@ function createApi(binding, options) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`builder options must be an object, got ${describe(options)}`);
       }
+      checkOptionNames(options, ['timeProvider', 'telemetry'], 'ResiliencePipelineBuilder');
       const { timeProvider, telemetry } = options;
       this.host = hostOf(timeProvider, 'timeProvider');
       if (telemetry !== undefined && typeof telemetry !== 'function') {
@@ -1435,6 +1439,7 @@ function createApi(binding, options) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`options must be an object, got ${describe(options)}`);
       }
+      checkOptionNames(options, ['wait', 'signal', 'autoRenew', 'timeProvider'], 'acquireLock');
       const { wait = 0, signal, autoRenew = false, timeProvider } = options;
       const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
@@ -1513,6 +1518,7 @@ function createApi(binding, options) {
     if (lockOptions === null || typeof lockOptions !== 'object') {
       throw new TypeError(`options must be an object, got ${describe(lockOptions)}`);
     }
+    checkOptionNames(lockOptions, [...LOCK_OPTIONS, 'timeProvider', 'telemetry', 'signal', 'operationKey'], 'withLock');
     const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
     const pipeline = new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.

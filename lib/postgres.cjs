@@ -64,7 +64,7 @@
 const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
-const { describe } = require('./describe.cjs');
+const { describe, checkOptionNames } = require('./describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -197,6 +197,7 @@ class PostgresLockStore {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
+    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient'], 'PostgresLockStore');
     const { client, table = 'leasehold_locks', schema, notify = true, listenClient } = options;
     if (!isQueryable(client)) {
       throw new TypeError(

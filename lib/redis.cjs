@@ -51,7 +51,7 @@
 
 const { createHash, randomBytes } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
-const { describe } = require('./describe.cjs');
+const { describe, checkOptionNames } = require('./describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Scripts
@@ -558,6 +558,7 @@ class RedisLockStore {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
+    checkOptionNames(options, ['client', 'prefix', 'handOffAfter'], 'RedisLockStore');
     const { client, prefix = 'lock', handOffAfter = DEFAULT_HAND_OFF_MS } = options;
     const redis = adapterFor(client);
     if (redis === undefined) {
