@@ -2,7 +2,7 @@
 // engine, fetched and compiled from the package's `dist/wasm/web/` (bundlers that
 // understand `new URL(..., import.meta.url)` copy it along).
 //
-// Browsers have no AsyncLocalStorage: `getLockToken(context)` always works, and
+// Browsers have no AsyncLocalStorage: `getLockToken(context)` works while the callback runs, and
 // `getLockToken()` without a context sees the lock only during the synchronous part of
 // the callback; after its first `await` it returns undefined.
 import { createWasmApi, init } from './wasm-api.mjs';

@@ -414,7 +414,8 @@ lines.push(
   'workerd and Chromium run in a host process, not a process of their own).',
   '`getLockToken()`: "across await" means the ambient token survives `await` (AsyncLocalStorage);',
   '"sync part only" means it is there in the synchronous part of the callback and `undefined` after',
-  'its first `await` (browsers), while `getLockToken(context)` always works.',
+  'its first `await` (browsers), while `getLockToken(context)` works until the execution',
+  'settles (after that it is `undefined`; `context.properties` keeps the token).',
 );
 lines.push(
   '',
