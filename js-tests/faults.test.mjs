@@ -13,7 +13,7 @@ import {
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
-import { noUnhandledRejections } from './support/async.mjs';
+import { noUnhandledRejections, within } from './support/async.mjs';
 
 noUnhandledRejections(before, after);
 
@@ -121,6 +121,28 @@ describe('stores that misbehave', () => {
       // null, like undefined, means "held".
       if (bad === null) assert.ok(result instanceof LockNotAcquiredError);
       else assert.ok(result instanceof LockStoreError, `${JSON.stringify(bad)} → ${result}`);
+    }
+  });
+
+  test('an answer whose fencingToken cannot be read (a throwing getter, a revoked proxy) is the store failing, at once', async () => {
+    const clock = new FakeTimeProvider();
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const boom = new Error('boom');
+    const answers = [{ get fencingToken() { throw boom; } }, new Proxy({}, { get() { throw boom; } }), proxy];
+    for (const answer of answers) {
+      const store = recordingStore(clock, { acquire: async () => answer });
+      let ran = false;
+      // The fake clock stands still: only the answer itself can settle these.
+      const run = pipelineOn(clock, { key: 'k', store, ttl: 60_000 }).execute(() => (ran = true));
+      const viaPipeline = await within(2000, 'the rejection', run.catch((e) => e));
+      assert.ok(viaPipeline instanceof LockStoreError, String(viaPipeline));
+      assert.equal(viaPipeline.method, 'acquire');
+      assert.ok(viaPipeline.cause === boom || viaPipeline.cause instanceof TypeError, String(viaPipeline.cause));
+      assert.equal(ran, false);
+      const lease = acquireLock(store, 'k', 60_000, { timeProvider: clock });
+      const viaHandle = await within(2000, "the handle's rejection", lease.catch((e) => e));
+      assert.ok(viaHandle instanceof LockStoreError, String(viaHandle));
     }
   });
 

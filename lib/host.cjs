@@ -504,9 +504,16 @@ function createApi(binding, options) {
       const engine = this.engine;
       if (fx.method === 'acquire') {
         if (value === undefined || value === null) return this.answered(fx, true, undefined);
-        const token = typeof value === 'object' ? value.fencingToken : undefined;
-        if (Number.isSafeInteger(token) && token >= 0) return this.answered(fx, true, token);
-        const got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
+        let token;
+        let got;
+        try {
+          // A getter or a proxy of the store's may throw here: that is the store failing.
+          token = typeof value === 'object' ? value.fencingToken : undefined;
+          if (Number.isSafeInteger(token) && token >= 0) return this.answered(fx, true, token);
+          got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
+        } catch (error) {
+          return this.failed(fx, error);
+        }
         return this.guard(() =>
           engine.answerFailed(
             fx.request,
