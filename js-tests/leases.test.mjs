@@ -14,6 +14,7 @@ import {
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
+import { within } from './support/async.mjs';
 import api from 'leasehold';
 
 const internals = api[Symbol.for('leasehold.internals')];
@@ -470,6 +471,29 @@ describe('extend, more', () => {
     await flush();
     assert.equal(await lease.release(), true);
     assert.equal(await third, false);
+  });
+
+  test('an extend answered "not yours" is false, on a JS store as on the memory store, and so are the ones in flight', async () => {
+    const clock = new FakeTimeProvider();
+    for (const autoRenew of [false, true]) {
+      const answers = [];
+      const store = recordingStore(clock, { renew: () => new Promise((resolve) => answers.push(resolve)) });
+      const lease = await acquireLock(store, 'k', 3000, { timeProvider: clock, autoRenew });
+      const first = lease.extend();
+      const second = lease.extend();
+      await flush();
+      assert.equal(answers.length, 1, 'one renewal answers both');
+      answers[0](false);
+      // The fake clock stands still: only the answer can settle them.
+      assert.deepEqual(await within(2000, 'the extends', Promise.all([first, second])), [false, false]);
+      assert.equal(await within(2000, 'another extend', lease.extend()), false);
+      assert.equal(await lease.release(), false);
+    }
+    const memory = new MemoryLockStore({ timeProvider: clock });
+    const lapsed = await acquireLock(memory, 'm', 1000, { timeProvider: clock });
+    await advance(clock, 1000, 100);
+    assert.ok(await acquireLock(memory, 'm', 1000, { timeProvider: clock }), 'taken by another');
+    assert.equal(await lapsed.extend(), false);
   });
 
   test('an extend the store never answers ends when the lease lapses', async () => {

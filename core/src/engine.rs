@@ -1414,6 +1414,7 @@ impl Engine {
         }
         let extended = std::mem::take(&mut h.extend_pending);
         let ok = result == Ok(true);
+        let refused = result == Ok(false);
         match result {
             Ok(true) => {
                 h.expires_at = sent_at.saturating_add(ttl);
@@ -1422,7 +1423,7 @@ impl Engine {
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Renewed { token });
             }
-            Ok(false) => self.lose(exec, layer, true),
+            Ok(false) => {}
             Err(failure) => {
                 h.renew_at = renews.then(|| now.saturating_add(h.retry.next_delay()));
                 self.arm_held(exec, layer);
@@ -1430,6 +1431,11 @@ impl Engine {
             }
         }
         self.effects.extend((0..extended).map(|_| Effect::Extended { exec, ok }));
+        // "Not yours": lost, after the pending extends are answered (`lose` winds a manual
+        // lease down, and its handle then no longer listens for them).
+        if refused {
+            self.lose(exec, layer, true);
+        }
     }
 
     /// Pushes a manual lease (its only lock) out to now + `ttl` (or its own ttl), now.
