@@ -129,6 +129,14 @@ describe('a name that is no option is refused, not ignored', () => {
   });
 });
 
+test('a MemoryLockStore on another time provider than the builder is refused by addLock, as by acquireLock', () => {
+  const other = new FakeTimeProvider();
+  assertNames(() => builder().addLock({ key: 'k', store: new MemoryLockStore({ timeProvider: other }) }), TypeError, 'store');
+  assertNames(() => builder().addLock({ key: 'k', store: new MemoryLockStore() }), TypeError, 'store');
+  assertNames(() => new ResiliencePipelineBuilder().addLock({ key: 'k', store: new MemoryLockStore({ timeProvider: other }) }), TypeError, 'store');
+  assert.ok(builder().addLock({ key: 'k', store: new MemoryLockStore({ timeProvider: clock }) }).build());
+});
+
 describe('the builder', () => {
   test('bad builder options', () => {
     assertNames(() => new ResiliencePipelineBuilder({ timeProvider: { now: () => 0 } }), TypeError, 'timeProvider');

@@ -1072,6 +1072,12 @@ function createApi(binding, options) {
     let target = host.defaultStore;
     if (store !== undefined) {
       checkStore(store);
+      // A memory store's leases run on its own clock, which this pipeline does not move.
+      if (store instanceof MemoryLockStore && store[HOST] !== host) {
+        throw new TypeError(
+          "store is a MemoryLockStore on another time provider than the builder's: its leases run on the store's clock (give both the same timeProvider)",
+        );
+      }
       target = store;
     }
     const { kind, id } = host.registerStore(target);
