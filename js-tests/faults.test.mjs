@@ -305,6 +305,36 @@ describe('races and odd values', () => {
 });
 
 describe('stores that break the host’s assumptions', () => {
+  test('executions started inside one another synchronously, thousands deep, all run; the engine keeps working', async () => {
+    // Deep enough to exhaust the JS stack if each started on the stack of the one before
+    // (on wasm, running out of stack inside an engine call left the engine unusable).
+    const clock = new FakeTimeProvider();
+    const depth = 5000;
+    const started = [];
+    let asked = 0;
+    const allStarted = deferred();
+    const store = recordingStore(clock, {
+      acquire: (key, owner, ttl) => {
+        if (asked < depth) {
+          asked += 1;
+          started.push(pipeline.execute(() => 'ran', { operationKey: `s${asked}` }));
+          if (started.length === depth) allStarted.resolve();
+        }
+        return store.base.acquire(key, owner, ttl);
+      },
+    });
+    const pipeline = pipelineOn(clock, { key: ({ operationKey }) => operationKey, store });
+    assert.equal(await pipeline.execute(() => 'first', { operationKey: 'first' }), 'first');
+    await within(10_000, 'every nested execution to start', allStarted.promise);
+    const results = await within(10_000, 'the nested executions', Promise.allSettled(started));
+    assert.equal(results.length, depth);
+    assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => String(r.reason)).slice(0, 3), []);
+    const callbacks = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: ({ operationKey }) => operationKey }).build();
+    const nest = (i) => callbacks.execute(() => (i < depth ? nest(i + 1) : 'deepest'), { operationKey: `c${i}` });
+    assert.equal(await within(10_000, 'callbacks nested 5,000 deep', nest(0)), 'deepest');
+    assert.equal(await pipelineOn(clock, { key: 'after' }).execute(() => 'still fine'), 'still fine');
+  });
+
   test('a store whose promise has a broken then: LockStoreError, and the engine keeps working', async () => {
     const clock = new FakeTimeProvider();
     const store = recordingStore(clock, {

@@ -1048,6 +1048,17 @@ function createApi(binding, options) {
   // ---- pipelines --------------------------------------------------------------------
 
   const DEFAULT_TTL = 30_000;
+
+  /*
+   * Executions started inside one another synchronously (a callback, a store or a
+   * telemetry listener that starts one, which starts one...): how deep the JS stack
+   * holds them now. Past MAX_SYNC_NESTING the next one starts from a microtask, on a
+   * fresh stack: the stack must not run out inside an engine call, where the wasm
+   * engine would be left borrowed and unusable for every later lock on its clock.
+   */
+  const MAX_SYNC_NESTING = 64;
+  const nesting = { depth: 0 };
+  const onFreshStack = (start) => Promise.resolve().then(start);
   const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
 
   function normaliseLock(options, host) {
@@ -1124,13 +1135,19 @@ function createApi(binding, options) {
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
     execute(callback, options) {
-      return new Promise((resolve, reject) => {
-        try {
-          this.begin(callback, options, resolve, reject);
-        } catch (error) {
-          reject(error);
-        }
-      });
+      if (nesting.depth >= MAX_SYNC_NESTING) return onFreshStack(() => this.execute(callback, options));
+      nesting.depth += 1;
+      try {
+        return new Promise((resolve, reject) => {
+          try {
+            this.begin(callback, options, resolve, reject);
+          } catch (error) {
+            reject(error);
+          }
+        });
+      } finally {
+        nesting.depth -= 1;
+      }
     }
 
     /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
@@ -1444,6 +1461,16 @@ function createApi(binding, options) {
    * past `wait`. Rejects with a `LockStoreError` when the store fails, or the abort reason.
    */
   function acquireLock(store, key, ttl, options = {}) {
+    if (nesting.depth >= MAX_SYNC_NESTING) return onFreshStack(() => acquireLock(store, key, ttl, options));
+    nesting.depth += 1;
+    try {
+      return acquireLockNow(store, key, ttl, options);
+    } finally {
+      nesting.depth -= 1;
+    }
+  }
+
+  function acquireLockNow(store, key, ttl, options) {
     return new Promise((resolve, reject) => {
       checkStore(store);
       checkKey(key);
