@@ -104,6 +104,17 @@ describe('addLock throws at once for bad options', () => {
 });
 
 describe('a name that is no option is refused, not ignored', () => {
+  test('execute and settle: their options too, and an array is no options object', async () => {
+    const pipeline = builder().addLock({ key: 'k' }).build();
+    let ran = 0;
+    const signall = new AbortController().signal;
+    for (const run of [(o) => pipeline.execute(() => ++ran, o), (o) => pipeline.settle(() => ++ran, o).then((r) => (r.ok ? r.value : Promise.reject(r.error)))]) {
+      await assert.rejects(run({ signall }), (e) => e instanceof TypeError && /"signall"/.test(e.message) && /\bsignal\b/.test(e.message));
+      await assert.rejects(run([]), (e) => e instanceof TypeError && /execute options/.test(e.message));
+    }
+    assert.equal(ran, 0);
+  });
+
   // A misspelled option would otherwise be dropped in silence: `timeout` for `wait`
   // would fail fast where the caller meant to wait.
   test('builder, addLock, MemoryLockStore, acquireLock and withLock name it', async () => {
@@ -135,6 +146,33 @@ test('a MemoryLockStore on another time provider than the builder is refused by 
   assertNames(() => builder().addLock({ key: 'k', store: new MemoryLockStore() }), TypeError, 'store');
   assertNames(() => new ResiliencePipelineBuilder().addLock({ key: 'k', store: new MemoryLockStore({ timeProvider: other }) }), TypeError, 'store');
   assert.ok(builder().addLock({ key: 'k', store: new MemoryLockStore({ timeProvider: clock }) }).build());
+});
+
+test('a duration string with a lone surrogate is a TypeError that shows it, not U+FFFD', () => {
+  assertNames(() => builder().addLock({ key: 'k', ttl: '5\ud800s' }), TypeError, 'ttl');
+  assert.throws(() => builder().addLock({ key: 'k', wait: '1\udc00m' }), (e) => e instanceof TypeError && /\\udc00/.test(e.message) && !e.message.includes('\ufffd'));
+});
+
+describe('withLock says what is wrong with its arguments', () => {
+  test('a bad first argument, no key, a key twice, options twice', async () => {
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const fails = async (promise, pattern) => assert.rejects(promise, (e) => e instanceof TypeError && pattern.test(e.message));
+    await fails(withLock(42, () => 1), /withLock takes a key .* got 42/);
+    await fails(withLock(null, () => 1), /withLock takes a key .* got null/);
+    await fails(withLock({ store }, () => 1), /withLock needs a key/);
+    await fails(withLock('k', () => 1, { key: 'other', store }), /key twice/);
+    await fails(withLock({ key: 'k', store }, () => 1, { wait: 5 }), /no third argument/);
+  });
+
+  test('withLock(options, fn) honours the signal and operationKey in its options', async () => {
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const controller = new AbortController();
+    controller.abort(new Error('stopped'));
+    let ran = false;
+    await assert.rejects(withLock({ key: 'k', store, timeProvider: clock, signal: controller.signal }, () => (ran = true)), /stopped/);
+    assert.equal(ran, false);
+    assert.equal(await withLock({ operationKey: 'op', store, timeProvider: clock }, ({ operationKey }) => operationKey), 'op');
+  });
 });
 
 describe('the builder', () => {
@@ -252,7 +290,7 @@ describe('keys', () => {
 describe('other entry points', () => {
   test('FakeTimeProvider', () => {
     assertNames(() => new FakeTimeProvider(-1), RangeError, 'start');
-    assertNames(() => new FakeTimeProvider('0'), RangeError, 'start');
+    assertNames(() => new FakeTimeProvider('0'), TypeError, 'start'); // as advance('1s') is
     const c = new FakeTimeProvider(5);
     assert.equal(c.now(), 5);
     assertNames(() => c.advance(-1), RangeError, 'ms');

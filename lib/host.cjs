@@ -125,8 +125,13 @@ function createApi(binding, options) {
   function checkDuration(value, arg, { infiniteOk }) {
     try {
       if (typeof value === 'number') return binding.checkDuration(value, undefined, arg, infiniteOk);
-      if (typeof value === 'string') return binding.checkDuration(undefined, value, arg, infiniteOk);
+      if (typeof value === 'string') {
+        // Checked here: the engine would show a lone surrogate as U+FFFD, hiding the fault.
+        checkWellFormed(value, arg);
+        return binding.checkDuration(undefined, value, arg, infiniteOk);
+      }
     } catch (error) {
+      if (error instanceof TypeError) throw error;
       throw fromEngine(error);
     }
     throw new TypeError(`${arg} must be milliseconds (a number) or a duration string like '30s', got ${describe(value)}`);
@@ -641,7 +646,8 @@ function createApi(binding, options) {
       // Beyond Number.MAX_SAFE_INTEGER, times no longer pass exactly between JS numbers
       // and the engine's whole milliseconds, and near the top of the engine's range
       // `now + ttl` saturates: a lease would end as it starts, and exclude nobody.
-      if (typeof start !== 'number' || !(start >= 0 && start <= Number.MAX_SAFE_INTEGER)) {
+      if (typeof start !== 'number') throw new TypeError(`start must be a number of milliseconds, got ${describe(start)}`);
+      if (!(start >= 0 && start <= Number.MAX_SAFE_INTEGER)) {
         throw new RangeError(`start must be a number of milliseconds from 0 to Number.MAX_SAFE_INTEGER, got ${describe(start)}`);
       }
       const { whole, fraction } = splitMillis(start);
@@ -1060,6 +1066,7 @@ function createApi(binding, options) {
   const nesting = { depth: 0 };
   const onFreshStack = (start) => Promise.resolve().then(start);
   const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
+  const EXECUTE_OPTIONS = ['operationKey', 'signal'];
 
   function normaliseLock(options, host) {
     if (options === null || typeof options !== 'object') {
@@ -1160,8 +1167,11 @@ function createApi(binding, options) {
 
     begin(callback, options, resolve, reject) {
       if (typeof callback !== 'function') throw new TypeError(`callback must be a function, got ${describe(callback)}`);
-      if (options !== undefined && (options === null || typeof options !== 'object')) {
-        throw new TypeError(`execute options must be an object, got ${describe(options)}`);
+      if (options !== undefined) {
+        if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+          throw new TypeError(`execute options must be an object, got ${describe(options)}`);
+        }
+        checkOptionNames(options, EXECUTE_OPTIONS, 'execute');
       }
       const operationKey = options?.operationKey;
       if (operationKey !== undefined && typeof operationKey !== 'string') {
@@ -1525,7 +1535,13 @@ function createApi(binding, options) {
   function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
     if (typeof fnOrOptions === 'function') {
       try {
-        return pipelineFor(keyOrOptions, maybeOptions).execute(fnOrOptions, executeOptions(maybeOptions));
+        // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
+        const keyed = typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function';
+        if (!keyed && maybeOptions !== undefined) {
+          throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
+        }
+        const options = keyed ? maybeOptions : keyOrOptions;
+        return pipelineFor(keyOrOptions, maybeOptions).execute(fnOrOptions, executeOptions(options));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -1549,16 +1565,24 @@ function createApi(binding, options) {
     let lockOptions = options;
     if (typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function') {
       if (options !== undefined && (options === null || typeof options !== 'object')) {
-        throw new TypeError(`options must be an object, got ${describe(options)}`);
+        throw new TypeError(`withLock options must be an object, got ${describe(options)}`);
+      }
+      if (options?.key !== undefined) {
+        throw new TypeError('withLock was given a key twice: as its first argument and as options.key');
       }
       lockOptions = { ...options, key: keyOrOptions };
     } else {
       lockOptions = keyOrOptions;
     }
     if (lockOptions === null || typeof lockOptions !== 'object') {
-      throw new TypeError(`options must be an object, got ${describe(lockOptions)}`);
+      throw new TypeError(
+        `withLock takes a key (a string or a function) or lock options first, got ${describe(lockOptions)}`,
+      );
     }
     checkOptionNames(lockOptions, [...LOCK_OPTIONS, 'timeProvider', 'telemetry', 'signal', 'operationKey'], 'withLock');
+    if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
+      throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
+    }
     const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
     const pipeline = new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
