@@ -158,10 +158,19 @@ describe('withLock says what is wrong with its arguments', () => {
     const store = new MemoryLockStore({ timeProvider: clock });
     const fails = async (promise, pattern) => assert.rejects(promise, (e) => e instanceof TypeError && pattern.test(e.message));
     await fails(withLock(42, () => 1), /withLock takes a key .* got 42/);
+    await fails(withLock(42, () => 1, { ttl: 1000 }), /withLock takes a key .* got 42/);
     await fails(withLock(null, () => 1), /withLock takes a key .* got null/);
     await fails(withLock({ store }, () => 1), /withLock needs a key/);
     await fails(withLock('k', () => 1, { key: 'other', store }), /key twice/);
     await fails(withLock({ key: 'k', store }, () => 1, { wait: 5 }), /no third argument/);
+  });
+
+  test("withLock on a MemoryLockStore without a timeProvider runs on the store's clock", async () => {
+    const own = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: own });
+    const seen = await withLock('k', async () => [store.size, await store.ttl('k')], { store, ttl: '1s' });
+    assert.deepEqual(seen, [1, 1000], "the lease, on the store's clock");
+    await assert.rejects(withLock('k', () => 1, { store, timeProvider: new FakeTimeProvider() }), (e) => e instanceof TypeError && /store/.test(e.message));
   });
 
   test('withLock(options, fn) honours the signal and operationKey in its options', async () => {

@@ -65,6 +65,7 @@ const LOCK_TOKEN = 'leasehold.lockToken';
 
 const HOST = Symbol('leasehold.host');
 const STORE_ID = Symbol('leasehold.storeId');
+const TIME_PROVIDER = Symbol('leasehold.timeProvider');
 
 function noop() {}
 
@@ -514,11 +515,13 @@ function createApi(binding, options) {
         try {
           // A getter or a proxy of the store's may throw here: that is the store failing.
           token = typeof value === 'object' ? value.fencingToken : undefined;
-          if (Number.isSafeInteger(token) && token >= 0) return this.answered(fx, true, token);
-          got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
+          if (!(Number.isSafeInteger(token) && token >= 0)) {
+            got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
+          }
         } catch (error) {
           return this.failed(fx, error);
         }
+        if (got === undefined) return this.answered(fx, true, token);
         return this.guard(() =>
           engine.answerFailed(
             fx.request,
@@ -699,6 +702,7 @@ function createApi(binding, options) {
       checkOptionNames(options, ['timeProvider'], 'MemoryLockStore');
       const host = hostOf(options.timeProvider, 'timeProvider');
       this[HOST] = host;
+      this[TIME_PROVIDER] = options.timeProvider;
       this[STORE_ID] = host.ask(() => host.engine.createMemoryStore());
       host.memoryStoreGone?.register(this, this[STORE_ID]);
     }
@@ -1093,7 +1097,7 @@ function createApi(binding, options) {
       // A memory store's leases run on its own clock, which this pipeline does not move.
       if (store instanceof MemoryLockStore && store[HOST] !== host) {
         throw new TypeError(
-          "store is a MemoryLockStore on another time provider than the builder's: its leases run on the store's clock (give both the same timeProvider)",
+          "store is a MemoryLockStore on another time provider than this lock's: its leases run on the store's clock (give both the same timeProvider)",
         );
       }
       target = store;
@@ -1537,6 +1541,7 @@ function createApi(binding, options) {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
         const keyed = typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function';
+        if (!keyed && (keyOrOptions === null || typeof keyOrOptions !== 'object')) throw badWithLockStart(keyOrOptions);
         if (!keyed && maybeOptions !== undefined) {
           throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
         }
@@ -1561,6 +1566,9 @@ function createApi(binding, options) {
     };
   }
 
+  const badWithLockStart = (value) =>
+    new TypeError(`withLock takes a key (a string or a function) or lock options first, got ${describe(value)}`);
+
   function pipelineFor(keyOrOptions, options) {
     let lockOptions = options;
     if (typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function') {
@@ -1574,17 +1582,15 @@ function createApi(binding, options) {
     } else {
       lockOptions = keyOrOptions;
     }
-    if (lockOptions === null || typeof lockOptions !== 'object') {
-      throw new TypeError(
-        `withLock takes a key (a string or a function) or lock options first, got ${describe(lockOptions)}`,
-      );
-    }
+    if (lockOptions === null || typeof lockOptions !== 'object') throw badWithLockStart(lockOptions);
     checkOptionNames(lockOptions, [...LOCK_OPTIONS, 'timeProvider', 'telemetry', 'signal', 'operationKey'], 'withLock');
     if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
       throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
     }
     const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
-    const pipeline = new ResiliencePipelineBuilder({ timeProvider, telemetry }).addLock(lock).build();
+    // A MemoryLockStore's leases run on its clock: without a timeProvider, so does the lock.
+    const clock = timeProvider === undefined && lock.store instanceof MemoryLockStore ? lock.store[TIME_PROVIDER] : timeProvider;
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
     pipeline.definedLock = -1;
     return pipeline;
