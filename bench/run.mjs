@@ -97,7 +97,6 @@ const S = quick
       inprocess: { rounds: 1 },
       redisUncontended: { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 1 },
       redisContended: { processes: 8, perProcess: 50, warmup: 50, contendedWarmup: 20, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 },
-      redisThink: { processes: 8, perProcess: 50, warmup: 50, contendedWarmup: 20, deadlineMs: 3_000, ttlMs: 10_000, waitMs: 60_000, thinkMs: 1, rounds: 1 },
       restart: { ttlMs: 1_500, offsets: [30] },
     }
   : {
@@ -107,9 +106,10 @@ const S = quick
       inprocess: { rounds: 3 },
       redisUncontended: { count: 20_000, warmup: 1_000, ttlMs: 10_000, rounds: 5 },
       redisContended: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
-      redisThink: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, thinkMs: 1, rounds: 2 },
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
+// 5b: scenario 5 with 1 ms of other work between a process's executions.
+S.redisThink = { ...S.redisContended, thinkMs: 1, rounds: quick ? 1 : 2 };
 const roundsOf = (s) => roundsOverride ?? s.rounds;
 const wanted = (n) => only === undefined || only.includes(n);
 

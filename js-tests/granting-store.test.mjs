@@ -127,42 +127,41 @@ const SCENARIOS = [
       assert.deepEqual(tokens, [...tokens].sort((a, b) => a - b), 'tokens increase');
     },
   },
-  {
-    name: 'a waiter aborted while queued: its grant is released and passes on',
+  ...[
+    {
+      how: 'aborted',
+      start: (w, controller) => w.start('W1', { signal: controller.signal }),
+      giveUp: async (w, controller) => {
+        controller.abort('gone');
+        await w.settle();
+        assert.equal(error(w, 'W1'), 'gone');
+      },
+    },
+    {
+      how: 'that times out',
+      start: (w) => w.start('W1', { pipeline: w.pipeline({ wait: 100 }) }),
+      giveUp: async (w) => {
+        await w.advance(100);
+        assert.equal(error(w, 'W1')?.code, 'LOCK_NOT_ACQUIRED');
+      },
+    },
+  ].map(({ how, start, giveUp }) => ({
+    name: `a waiter ${how} while queued: its grant is released and passes on`,
     async run(w) {
       const h = holder(w);
       await w.settle();
       const controller = new AbortController();
-      w.start('W1', { signal: controller.signal });
+      start(w, controller);
       await w.settle();
       w.start('W2');
       await w.settle();
-      controller.abort('gone');
-      await w.settle();
-      assert.equal(error(w, 'W1'), 'gone');
+      await giveUp(w, controller);
       h.release();
       await w.settle(30);
       assert.deepEqual(w.ran, ['H', 'W2']);
       assert.deepEqual(w.store.grants.map((g) => g.outcome), ['released', 'claimed']);
     },
-  },
-  {
-    name: 'a waiter that times out while queued: its grant is released and passes on',
-    async run(w) {
-      const h = holder(w);
-      await w.settle();
-      w.start('W1', { pipeline: w.pipeline({ wait: 100 }) });
-      await w.settle();
-      w.start('W2');
-      await w.settle();
-      await w.advance(100);
-      assert.equal(error(w, 'W1')?.code, 'LOCK_NOT_ACQUIRED');
-      h.release();
-      await w.settle(30);
-      assert.deepEqual(w.ran, ['H', 'W2']);
-      assert.deepEqual(w.store.grants.map((g) => g.outcome), ['released', 'claimed']);
-    },
-  },
+  })),
   {
     name: "a grant before its owner's first answer, nobody listening: the try answers with it",
     async run(w) {

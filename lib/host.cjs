@@ -693,6 +693,12 @@ function createApi(binding, options) {
     return checkDuration(ttlMs, 'ttlMs', { infiniteOk: false });
   }
 
+  /** Asks `store`'s engine `fn(engine, storeId)`; a failure of the engine itself is an Error. */
+  function askMemory(store, fn) {
+    const host = store[HOST];
+    return host.ask(() => fn(host.engine, store[STORE_ID]));
+  }
+
   /** The in-process store, native to the engine: FIFO wake-up, monotonic tokens, bounded memory. */
   class MemoryLockStore {
     constructor(options = {}) {
@@ -716,16 +722,14 @@ function createApi(binding, options) {
 
     /** Keys held or waited for. */
     get size() {
-      const host = this[HOST];
-      return host.ask(() => host.engine.memSize(this[STORE_ID]));
+      return askMemory(this, (engine, id) => engine.memSize(id));
     }
 
     async acquire(key, owner, ttlMs) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
-      const host = this[HOST];
-      const token = host.ask(() => host.engine.memAcquire(this[STORE_ID], key, owner, ttl));
+      const token = askMemory(this, (engine, id) => engine.memAcquire(id, key, owner, ttl));
       return token === null || token === undefined ? undefined : { fencingToken: token };
     }
 
@@ -733,8 +737,7 @@ function createApi(binding, options) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
-      const host = this[HOST];
-      return host.ask(() => host.engine.memRenew(this[STORE_ID], key, owner, ttl));
+      return askMemory(this, (engine, id) => engine.memRenew(id, key, owner, ttl));
     }
 
     /** Ends `owner`'s lease; true when it held a live one. Wakes the first waiter. */
@@ -748,15 +751,13 @@ function createApi(binding, options) {
     /** Whether `key` has a live lease. Advisory: it may change right after. */
     async isLocked(key) {
       checkKey(key);
-      const host = this[HOST];
-      return host.ask(() => host.engine.memTtl(this[STORE_ID], key)) != null;
+      return askMemory(this, (engine, id) => engine.memTtl(id, key)) != null;
     }
 
     /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
     async ttl(key) {
       checkKey(key);
-      const host = this[HOST];
-      return host.ask(() => host.engine.memTtl(this[STORE_ID], key)) ?? undefined;
+      return askMemory(this, (engine, id) => engine.memTtl(id, key)) ?? undefined;
     }
   }
 
@@ -1067,10 +1068,23 @@ function createApi(binding, options) {
    * engine would be left borrowed and unusable for every later lock on its clock.
    */
   const MAX_SYNC_NESTING = 64;
-  const nesting = { depth: 0 };
-  const onFreshStack = (start) => Promise.resolve().then(start);
+  let nesting = 0;
+  function nested(start) {
+    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start));
+    nesting += 1;
+    try {
+      return start();
+    } finally {
+      nesting -= 1;
+    }
+  }
+
+  // The option names each entry point takes (checkOptionNames).
   const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
   const EXECUTE_OPTIONS = ['operationKey', 'signal'];
+  const BUILDER_OPTIONS = ['timeProvider', 'telemetry'];
+  const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
+  const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS];
 
   function normaliseLock(options, host) {
     if (options === null || typeof options !== 'object') {
@@ -1146,19 +1160,16 @@ function createApi(binding, options) {
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
     execute(callback, options) {
-      if (nesting.depth >= MAX_SYNC_NESTING) return onFreshStack(() => this.execute(callback, options));
-      nesting.depth += 1;
-      try {
-        return new Promise((resolve, reject) => {
-          try {
-            this.begin(callback, options, resolve, reject);
-          } catch (error) {
-            reject(error);
-          }
-        });
-      } finally {
-        nesting.depth -= 1;
-      }
+      return nested(
+        () =>
+          new Promise((resolve, reject) => {
+            try {
+              this.begin(callback, options, resolve, reject);
+            } catch (error) {
+              reject(error);
+            }
+          }),
+      );
     }
 
     /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
@@ -1249,7 +1260,7 @@ function createApi(binding, options) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`builder options must be an object, got ${describe(options)}`);
       }
-      checkOptionNames(options, ['timeProvider', 'telemetry'], 'ResiliencePipelineBuilder');
+      checkOptionNames(options, BUILDER_OPTIONS, 'ResiliencePipelineBuilder');
       const { timeProvider, telemetry } = options;
       this.host = hostOf(timeProvider, 'timeProvider');
       if (telemetry !== undefined && typeof telemetry !== 'function') {
@@ -1475,13 +1486,7 @@ function createApi(binding, options) {
    * past `wait`. Rejects with a `LockStoreError` when the store fails, or the abort reason.
    */
   function acquireLock(store, key, ttl, options = {}) {
-    if (nesting.depth >= MAX_SYNC_NESTING) return onFreshStack(() => acquireLock(store, key, ttl, options));
-    nesting.depth += 1;
-    try {
-      return acquireLockNow(store, key, ttl, options);
-    } finally {
-      nesting.depth -= 1;
-    }
+    return nested(() => acquireLockNow(store, key, ttl, options));
   }
 
   function acquireLockNow(store, key, ttl, options) {
@@ -1493,7 +1498,7 @@ function createApi(binding, options) {
       if (options === null || typeof options !== 'object') {
         throw new TypeError(`options must be an object, got ${describe(options)}`);
       }
-      checkOptionNames(options, ['wait', 'signal', 'autoRenew', 'timeProvider'], 'acquireLock');
+      checkOptionNames(options, ACQUIRE_LOCK_OPTIONS, 'acquireLock');
       const { wait = 0, signal, autoRenew = false, timeProvider } = options;
       const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
@@ -1540,13 +1545,12 @@ function createApi(binding, options) {
     if (typeof fnOrOptions === 'function') {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
-        const keyed = typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function';
-        if (!keyed && (keyOrOptions === null || typeof keyOrOptions !== 'object')) throw badWithLockStart(keyOrOptions);
+        const pipeline = pipelineFor(keyOrOptions, maybeOptions);
+        const keyed = isKey(keyOrOptions);
         if (!keyed && maybeOptions !== undefined) {
           throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
         }
-        const options = keyed ? maybeOptions : keyOrOptions;
-        return pipelineFor(keyOrOptions, maybeOptions).execute(fnOrOptions, executeOptions(options));
+        return pipeline.execute(fnOrOptions, executeOptions(keyed ? maybeOptions : keyOrOptions));
       } catch (error) {
         return Promise.reject(error);
       }
@@ -1554,8 +1558,7 @@ function createApi(binding, options) {
     const pipeline = pipelineFor(keyOrOptions, fnOrOptions);
     // `withLock(key, options)` or `withLock(options)`: its signal and operationKey apply
     // to every call, as the function form's do to its one.
-    const keyed = typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function';
-    const options = executeOptions(keyed ? fnOrOptions : keyOrOptions);
+    const options = executeOptions(isKey(keyOrOptions) ? fnOrOptions : keyOrOptions);
     return function lockedMethod(method, context) {
       if (typeof method !== 'function' || context?.kind !== 'method') {
         throw new TypeError('withLock(...) decorates methods only');
@@ -1566,12 +1569,12 @@ function createApi(binding, options) {
     };
   }
 
-  const badWithLockStart = (value) =>
-    new TypeError(`withLock takes a key (a string or a function) or lock options first, got ${describe(value)}`);
+  /** withLock's first argument is its key (not its options). */
+  const isKey = (value) => typeof value === 'string' || typeof value === 'function';
 
   function pipelineFor(keyOrOptions, options) {
     let lockOptions = options;
-    if (typeof keyOrOptions === 'string' || typeof keyOrOptions === 'function') {
+    if (isKey(keyOrOptions)) {
       if (options !== undefined && (options === null || typeof options !== 'object')) {
         throw new TypeError(`withLock options must be an object, got ${describe(options)}`);
       }
@@ -1582,8 +1585,10 @@ function createApi(binding, options) {
     } else {
       lockOptions = keyOrOptions;
     }
-    if (lockOptions === null || typeof lockOptions !== 'object') throw badWithLockStart(lockOptions);
-    checkOptionNames(lockOptions, [...LOCK_OPTIONS, 'timeProvider', 'telemetry', 'signal', 'operationKey'], 'withLock');
+    if (lockOptions === null || typeof lockOptions !== 'object') {
+      throw new TypeError(`withLock takes a key (a string or a function) or lock options first, got ${describe(lockOptions)}`);
+    }
+    checkOptionNames(lockOptions, WITH_LOCK_OPTIONS, 'withLock');
     if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
       throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
     }

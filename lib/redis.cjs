@@ -652,10 +652,12 @@ class RedisLockStore {
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
     const queue = queueOption(options) && this.#grantsListening && !this.#closed;
-    // Taking the key again, just after releasing it: no need to wake a queued owner.
-    if (this.#wakes.size > 0) this.#wakes.delete(this.#leaseKey(key));
-    if (this.#releasedAtOnce.size > 0 && this.#releasedAtOnce.delete(this.#leaseKey(key))) {
-      this.#leftLeases.delete(this.#leaseKey(key));
+    // Taking the key again, just after releasing it: no need to wake a queued owner, and
+    // one released without a turn gets its turns back.
+    if (this.#wakes.size > 0 || this.#releasedAtOnce.size > 0) {
+      const lease = this.#leaseKey(key);
+      this.#wakes.delete(lease);
+      if (this.#releasedAtOnce.delete(lease)) this.#leftLeases.delete(lease);
     }
     const sentAt = performance.now();
     const args = queue
@@ -720,16 +722,15 @@ class RedisLockStore {
     checkString('key', key);
     checkString('owner', owner);
     if (this.#answered.size > 0) this.#answered.delete(owner);
-    const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(this.#leaseKey(key));
+    const lease = this.#leaseKey(key);
+    const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
     const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, atOnce));
     if (atOnce) {
-      // Still a key this store lets go: it stays among the last ones it remembers.
-      this.#leftLeases.delete(this.#leaseKey(key));
-      this.#leftLeases.add(this.#leaseKey(key));
-      this.#watchRetake(this.#leaseKey(key));
+      this.#rememberLeft(lease); // still a key this store lets go
+      this.#watchRetake(lease);
     }
     if (Number(reply) === 2) {
-      this.#wakeLease(this.#leaseKey(key));
+      this.#wakeLease(lease);
       return true;
     }
     return toFlag(reply, 'release');
@@ -739,6 +740,13 @@ class RedisLockStore {
   #releaseArgs(owner, atOnce = false) {
     if (atOnce) return [owner, this.#releaseSettingsAtOnce];
     return [owner, this.#grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
+  }
+
+  /** `lease` is one this store let go, most recently (see `#leftLeases`). */
+  #rememberLeft(lease) {
+    this.#leftLeases.delete(lease);
+    this.#leftLeases.add(lease);
+    if (this.#leftLeases.size > LEFT_LEASES_MAX) this.#leftLeases.delete(this.#leftLeases.values().next().value);
   }
 
   /**
@@ -793,9 +801,7 @@ class RedisLockStore {
     const leases = [...this.#wakes];
     this.#wakes.clear();
     for (const l of leases) {
-      this.#leftLeases.delete(l);
-      this.#leftLeases.add(l);
-      if (this.#leftLeases.size > LEFT_LEASES_MAX) this.#leftLeases.delete(this.#leftLeases.values().next().value);
+      this.#rememberLeft(l);
       const keys = this.#keysOfLease(l);
       const args = [this.#checkHeard];
       (closing ? this.#evalNow(WAKE, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
