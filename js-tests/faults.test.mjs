@@ -10,6 +10,7 @@ import {
   LockNotAcquiredError,
   MemoryLockStore,
   acquireLock,
+  getLockToken,
 } from './support/leasehold.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 import { recordingStore } from './support/stores.mjs';
@@ -144,6 +145,50 @@ describe('stores that misbehave', () => {
       const viaHandle = await within(2000, "the handle's rejection", lease.catch((e) => e));
       assert.ok(viaHandle instanceof LockStoreError, String(viaHandle));
     }
+  });
+
+  test('a store whose tokens go back (5 then 3, 7 then 7): LockStoreError, the callback never runs, the lease is released', async () => {
+    /** A store that grants every acquire, with the next of `tokens`; records its releases. */
+    const goingBack = (tokens) => {
+      const calls = { acquired: [], released: [] };
+      const store = {
+        calls,
+        async acquire(key, owner) {
+          calls.acquired.push(owner);
+          return { fencingToken: tokens.shift() };
+        },
+        renew: async () => true,
+        async release(key, owner) {
+          calls.released.push(owner);
+          return true;
+        },
+      };
+      return store;
+    };
+    const rejection = (promise) => promise.then((value) => assert.fail(`resolved with ${value}`), (error) => error);
+    const checkFailure = (error, first, second) => {
+      assert.ok(error instanceof LockStoreError, String(error));
+      assert.equal(error.method, 'acquire');
+      assert.equal(error.key, 'acct:1');
+      assert.match(error.message, new RegExp(`fencing token ${second} is not larger than ${first}, the last one this process saw`));
+    };
+
+    // Pipelines, one execution after the other.
+    const store = goingBack([5, 3]);
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key: 'acct:1', store }).build();
+    assert.equal(await pipeline.execute(() => getLockToken()), 5);
+    let ran = false;
+    checkFailure(await rejection(pipeline.execute(() => (ran = true))), 5, 3);
+    assert.equal(ran, false, 'the callback never runs');
+    assert.deepEqual(store.calls.released, store.calls.acquired, 'both leases released, the second by its owner');
+
+    // Manual leases: the second is refused while the first is still held.
+    const manual = goingBack([7, 7]);
+    const first = await acquireLock(manual, 'acct:1', '10s');
+    assert.equal(first.fencingToken, 7);
+    checkFailure(await rejection(acquireLock(manual, 'acct:1', '10s')), 7, 7);
+    assert.deepEqual(manual.calls.released, [manual.calls.acquired[1]], 'the lease answered with token 7 again is released');
+    assert.equal(await first.release(), true);
   });
 
   test('a renewal answer that arrives after the loss changes nothing', async () => {

@@ -12,6 +12,7 @@ use std::fmt;
 use crate::clock::{Clock, FakeClock};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::fast_hash::IdMap;
+use crate::fencing::TokenFloors;
 use crate::memory_store::{MemoryStore, TryAcquire};
 use crate::owner_ids::OwnerIds;
 use crate::polling::{renew_after, Backoff};
@@ -423,6 +424,9 @@ pub struct Engine {
     /// being tried (see [`Engine::try_new_head`]).
     heads_to_try: VecDeque<u32>,
     trying_heads: bool,
+    /// The largest token granted per recent key of a JS store: a store whose tokens go
+    /// back is caught (see [`crate::fencing`]).
+    floors: TokenFloors,
 }
 
 impl fmt::Debug for Engine {
@@ -459,10 +463,13 @@ impl Engine {
     /// An engine on the host's clock, drawing owner ids from `seed` (256 bits of host
     /// entropy). It starts with one memory store, [`DEFAULT_MEMORY_STORE`].
     pub fn new(clock: Box<dyn Clock>, seed: [u8; 32]) -> Self {
+        let mut owners = OwnerIds::new(seed);
+        let floors = TokenFloors::new([owners.next_u64(), owners.next_u64()]);
         Engine {
             clock,
             fake: None,
-            owners: OwnerIds::new(seed),
+            owners,
+            floors,
             memory: vec![MemoryStore::default()],
             dropped_memory: vec![false],
             free_memory: Vec::new(),
@@ -1191,6 +1198,17 @@ impl Engine {
         let key_of = |engine: &Self| engine.execs[&exec].layers[layer as usize].spec.key.clone();
         match result {
             TryResult::Granted(token) => {
+                if let StoreRef::External { id, .. } = store {
+                    let key = &self.execs[&exec].layers[layer as usize].spec.key;
+                    if let Err(floor) = self.floors.admit(id, key, token) {
+                        let failure = StoreFailure::BadAnswer(format!(
+                            "fencing token {token} is not larger than {floor}, the last one this process saw for \
+                             this key: the store's tokens went back"
+                        ));
+                        self.on_try(exec, layer, sent_at, TryResult::Failed(failure));
+                        return;
+                    }
+                }
                 if queued {
                     // The key is lent for the call rather than copied: leaving the queue
                     // touches only the waiters behind this execution.

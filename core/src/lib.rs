@@ -41,6 +41,7 @@ pub mod duration;
 mod engine;
 mod error;
 mod fast_hash;
+pub mod fencing;
 pub mod host;
 mod memory_store;
 mod owner_ids;

@@ -488,6 +488,91 @@ fn tokens_increase_per_key_across_release_and_expiry() {
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
 }
 
+/// Runs one execution on `EXT` whose acquire the store answers with `token`; the effects
+/// after the answer, and the acquire's owner.
+fn granted_with(e: &mut Engine, exec: u32, options: ExecOptions, token: u64) -> (Vec<Effect>, String) {
+    e.start(exec, vec![lock(EXT, "acct:1", 30_000, Some(10_000))], options).unwrap();
+    let acquire = only_call(e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(token)));
+    (drain(e), acquire.owner)
+}
+
+#[test]
+fn a_js_store_token_not_larger_than_the_last_one_seen_for_the_key_fails_the_acquire_and_is_released() {
+    for (first, second) in [(5, 3), (7, 7)] {
+        let mut e = engine();
+        let (effects, _) = granted_with(&mut e, 1, ExecOptions::default(), first);
+        assert!(ran(&effects, 1));
+        e.finish(1, true).unwrap();
+        let release = only_call(&mut e, StoreMethod::Release);
+        e.answer(release.request, Answer::Released(Some(true)));
+        drain(&mut e);
+
+        let (effects, owner) = granted_with(&mut e, 2, ExecOptions::default(), second);
+        assert!(!ran(&effects, 2), "{first} then {second}: the callback must not run");
+        let Some(Outcome::Error(err @ LockError::StoreFailed { method: StoreMethod::Acquire, failure, .. })) =
+            settled(&effects, 2)
+        else {
+            panic!("{first} then {second}: {effects:?}")
+        };
+        let StoreFailure::BadAnswer(what) = failure else { panic!("{failure:?}") };
+        assert!(what.contains(&format!("fencing token {second} is not larger than {first}")), "{what}");
+        assert!(err.to_string().contains("acct:1"), "{err}");
+        let releases: Vec<_> = effects
+            .iter()
+            .filter_map(|fx| match fx {
+                Effect::StoreCall { method: StoreMethod::Release, owner, key, .. } => {
+                    Some((key.clone(), owner.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(releases, [("acct:1".to_owned(), owner)], "the lease it was answered with is released");
+
+        // The floor stays: a larger token is taken again.
+        let (effects, _) = granted_with(&mut e, 3, ExecOptions::default(), first + 1);
+        assert!(ran(&effects, 3));
+    }
+}
+
+#[test]
+fn a_token_that_went_back_is_caught_for_a_lease_still_held_and_for_a_grant() {
+    // A manual lease still held, then a store that grants the same key again, lower.
+    let mut e = engine();
+    let (effects, _) = granted_with(&mut e, 1, MANUAL, 10);
+    assert!(ran(&effects, 1));
+    let (effects, _) = granted_with(&mut e, 2, MANUAL, 9);
+    assert!(matches!(settled(&effects, 2), Some(Outcome::Error(LockError::StoreFailed { .. }))), "{effects:?}");
+
+    // A grant on release is checked the same way.
+    let mut e = engine();
+    let granting = StoreRef::External { id: 7, wake: Wake::Grant };
+    e.start(1, vec![lock(granting, "g", 30_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(20)));
+    drain(&mut e);
+    e.start(2, vec![lock(granting, "g", 30_000, None)], ExecOptions::default()).unwrap();
+    let waiter = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(waiter.request, Answer::Acquired(None));
+    drain(&mut e);
+    assert!(e.granted(granting, "g", &waiter.owner, 20, Some(0)));
+    let effects = drain(&mut e);
+    assert!(!ran(&effects, 2));
+    assert!(matches!(settled(&effects, 2), Some(Outcome::Error(LockError::StoreFailed { .. }))), "{effects:?}");
+}
+
+#[test]
+fn memory_store_tokens_are_not_checked_against_js_store_tokens() {
+    let mut e = engine();
+    let (effects, _) = granted_with(&mut e, 1, MANUAL, 1_000);
+    assert!(ran(&effects, 1));
+    // The same key on the memory store: its own counter, far below.
+    let Start::Running { token } = e.start(2, vec![lock(MEM, "acct:1", 1_000, None)], MANUAL).unwrap() else {
+        panic!()
+    };
+    assert!(token < 1_000);
+}
+
 // ---- nesting -------------------------------------------------------------------------
 
 #[test]
