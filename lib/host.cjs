@@ -69,6 +69,18 @@ const TIME_PROVIDER = Symbol('leasehold.timeProvider');
 
 function noop() {}
 
+// Node and Bun timers are objects with ref()/unref(); Deno's are numbers, ref'd and
+// unref'd through Deno.refTimer/unrefTimer; browsers have neither, and never wait for
+// a timer before closing a page.
+function refTimer(timer) {
+  if (typeof timer === 'object') timer?.ref?.();
+  else if (timer !== undefined) globalThis.Deno?.refTimer?.(timer);
+}
+function unrefTimer(timer) {
+  if (typeof timer === 'object') timer?.unref?.();
+  else if (timer !== undefined) globalThis.Deno?.unrefTimer?.(timer);
+}
+
 function falsy() {
   return false;
 }
@@ -180,6 +192,9 @@ function createApi(binding, options) {
       this.forgotten = undefined;
       this.dead = undefined;
       this.timer = undefined;
+      // The setTimeout that armed the timer, and its clearTimeout.
+      this.timerSetWith = undefined;
+      this.timerClearWith = undefined;
       this.defaultStoreInstance = undefined;
     }
 
@@ -214,32 +229,61 @@ function createApi(binding, options) {
     status(status) {
       // A retired engine arms no timer and applies no effect any more.
       if (status & 0xf0 && !this.dead) this.housekeep(status);
+      // A timer armed through another setTimeout than the one in use now (global fake
+      // timers installed or removed since) may never fire: the engine is told it is lost.
+      if (this.timer !== undefined && this.timerSetWith !== setTimeout && !this.dead) this.timerLost();
       return status & 0x0f;
     }
 
     housekeep(status) {
       if (status & TIMER_ARM) {
-        this.arm(this.engine.armAt());
+        this.arm(this.engine.armAt(), (status & TIMER_UNREF) === 0);
       } else if (status & TIMER_REF) {
-        this.timer?.ref?.();
+        refTimer(this.timer);
       } else if (status & TIMER_UNREF) {
-        // No engine timer is live: the process may exit. Unref'ing at once, and ref'ing
-        // again when the next execution starts, costs tens of nanoseconds; deferring it to
-        // the end of the turn with an immediate cost an extra turn of the event loop
-        // (about a microsecond) after every execution on a JS store, each of which ends
-        // in a turn of its own.
-        this.timer?.unref?.();
+        // No engine timer that keeps the process alive is live: the process may exit.
+        // Unref'ing at once, and ref'ing again when the next execution starts, costs tens
+        // of nanoseconds; deferring it to the end of the turn with an immediate cost an
+        // extra turn of the event loop (about a microsecond) after every execution on a
+        // JS store, each of which ends in a turn of its own.
+        unrefTimer(this.timer);
       }
       if (status & EFFECTS) this.drain();
     }
 
-    arm(at) {
-      if (this.timer !== undefined) clearTimeout(this.timer);
+    /** Arms the one timer at engine time `at`; it holds the process only with `keepAlive`. */
+    arm(at, keepAlive) {
+      this.clearTimer();
       const delay = Math.min(Math.max(0, at - this.engine.now()), MAX_TIMER_MS);
-      this.timer = setTimeout(() => {
+      const timer = setTimeout(() => {
+        if (this.timer !== timer) return;
         this.timer = undefined;
         this.guard(() => this.engine.onTimer());
       }, delay);
+      this.timer = timer;
+      this.timerSetWith = setTimeout;
+      this.timerClearWith = clearTimeout;
+      if (!keepAlive) unrefTimer(timer);
+    }
+
+    /** Clears the timer with the clearTimeout that goes with the setTimeout that armed it. */
+    clearTimer() {
+      const timer = this.timer;
+      if (timer === undefined) return;
+      this.timer = undefined;
+      try {
+        this.timerClearWith(timer);
+      } catch {
+        // A clearTimeout that refuses it: the timer's callback sees it is no longer the
+        // host's, and it holds nothing meanwhile.
+        unrefTimer(timer);
+      }
+    }
+
+    /** The armed timer may never fire: the engine runs what is due and asks for a new one. */
+    timerLost() {
+      this.clearTimer();
+      this.guard(() => this.engine.onTimer());
     }
 
     /**
@@ -266,8 +310,7 @@ function createApi(binding, options) {
      */
     die(failure) {
       this.dead = failure;
-      if (this.timer !== undefined) clearTimeout(this.timer);
-      this.timer = undefined;
+      this.clearTimer();
       for (const rec of [...this.execs.values()]) rec.retire(failure);
       this.execs.clear();
     }

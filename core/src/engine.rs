@@ -260,12 +260,18 @@ pub enum Answer {
 pub enum HostTimer {
     /// Nothing changed.
     Keep,
-    /// (Re)arm the timer to fire at this instant, and let it keep the process alive.
-    Arm(Millis),
+    /// (Re)arm the timer to fire at `at`; it keeps the process alive only when
+    /// `keep_alive` says so.
+    Arm {
+        /// When to fire.
+        at: Millis,
+        /// Whether the timer keeps the process alive (see [`Engine::host_timer`]).
+        keep_alive: bool,
+    },
     /// The armed timer is early enough; let it keep the process alive again.
     Ref,
-    /// No engine timer is live: the timer may stay armed but must not keep the
-    /// process alive.
+    /// No engine timer that keeps the process alive is live: the timer may stay armed
+    /// but must not keep the process alive.
     Unref,
 }
 
@@ -320,6 +326,8 @@ struct Layer {
     state: LayerState,
     timer_at: Option<Millis>,
     timer_generation: u32,
+    /// Whether the armed timer keeps the process alive ([`keeps_alive`]).
+    timer_keeps_alive: bool,
     /// Whether the release deleted this owner's live lease.
     released_as_owner: bool,
 }
@@ -334,6 +342,7 @@ impl Layer {
             state: LayerState::Idle,
             timer_at: None,
             timer_generation: 0,
+            timer_keeps_alive: false,
             released_as_owner: false,
         }
     }
@@ -350,6 +359,7 @@ impl Layer {
         self.state = LayerState::Idle;
         self.timer_at = None;
         self.timer_generation = 0;
+        self.timer_keeps_alive = false;
         self.released_as_owner = false;
     }
 }
@@ -500,9 +510,10 @@ impl Engine {
         engine
     }
 
-    /// The engine's current time.
+    /// The engine's current time: never earlier than a time it already acted on, even
+    /// when the host's clock is faked and set back meanwhile.
     pub fn now(&self) -> Millis {
-        self.clock.now()
+        self.clock.now().max(self.time)
     }
 
     /// Reads the clock for the call that is starting. Time never goes back.
@@ -1003,15 +1014,18 @@ impl Engine {
             if at > now {
                 break;
             }
-            self.timers.pop(true);
-            if let Some(l) = self.layer_mut(target.exec, target.layer) {
+            let kept_alive = self.layer_mut(target.exec, target.layer).is_some_and(|l| {
                 l.timer_at = None;
-            }
+                std::mem::take(&mut l.timer_keeps_alive)
+            });
+            self.timers.pop(true, kept_alive);
             self.on_timer(target.exec, target.layer);
         }
     }
 
-    /// The host's timer fired: it is no longer armed. Runs what is due.
+    /// The host's timer fired, or the host knows it never will (it was armed through a
+    /// `setTimeout` that is no longer the one in use): it is no longer armed. Runs what
+    /// is due.
     pub fn on_host_timer(&mut self) {
         self.host_armed = None;
         self.host_refed = false;
@@ -1104,12 +1118,27 @@ impl Engine {
 
     /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
     /// is called no later than the earliest deadline, and so that the timer keeps the
-    /// process alive only while some engine timer is live. The engine assumes the host
-    /// does what it says. Fake engines never ask for a host timer.
+    /// process alive only while some engine timer that keeps it alive is live: one that
+    /// something observable waits on (a waiter's try or deadline, the answer of a JS
+    /// store, the renewal of a JS store's lease). The renewal of a memory-store lease
+    /// and the expiry of a lease nobody renews change nothing anyone waits for, so they
+    /// never keep a process alive on their own. Fake engines never ask for a host timer.
+    ///
+    /// The engine does not trust the host's timer to fire: a deadline already past runs
+    /// here, on the call that asks, and a host timer that should have fired by now and
+    /// has not is taken as lost and armed again.
     pub fn host_timer(&mut self) -> HostTimer {
         if self.fake.is_some() {
             return HostTimer::Keep;
         }
+        let now = self.time;
+        if self.next_deadline().is_some_and(|at| at <= now) {
+            self.run_due();
+        }
+        if self.host_armed.is_some_and(|armed| armed < now) {
+            self.host_armed = None;
+        }
+        let keep_alive = self.timers.keeps_alive();
         match self.next_deadline() {
             None if self.host_refed => {
                 self.host_refed = false;
@@ -1117,15 +1146,19 @@ impl Engine {
             }
             None => HostTimer::Keep,
             Some(at) => match self.host_armed {
-                Some(armed) if armed <= at && self.host_refed => HostTimer::Keep,
+                Some(armed) if armed <= at && self.host_refed == keep_alive => HostTimer::Keep,
                 Some(armed) if armed <= at => {
-                    self.host_refed = true;
-                    HostTimer::Ref
+                    self.host_refed = keep_alive;
+                    if keep_alive {
+                        HostTimer::Ref
+                    } else {
+                        HostTimer::Unref
+                    }
                 }
                 _ => {
                     self.host_armed = Some(at);
-                    self.host_refed = true;
-                    HostTimer::Arm(at)
+                    self.host_refed = keep_alive;
+                    HostTimer::Arm { at, keep_alive }
                 }
             },
         }
@@ -1749,9 +1782,9 @@ impl Engine {
 
     fn drop_exec(&mut self, exec: u32) {
         let Some(e) = self.execs.remove(&exec) else { return };
-        for _ in e.layers.iter().filter(|l| l.timer_at.is_some()) {
+        for l in e.layers.iter().filter(|l| l.timer_at.is_some()) {
             let execs = &self.execs;
-            self.timers.cancelled(|t| is_live(execs, t));
+            self.timers.cancelled(l.timer_keeps_alive, |t| is_live(execs, t));
         }
         // Keys longer than this are not worth keeping around.
         const SPARE_KEY: usize = 256;
@@ -1813,19 +1846,25 @@ impl Engine {
     fn arm(&mut self, exec: u32, layer: u32, at: Option<Millis>) {
         let Some(e) = self.execs.get_mut(&exec) else { return };
         let Some(l) = e.layers.get_mut(layer as usize) else { return };
+        let keeps = at.is_some() && keeps_alive(l);
         if l.timer_at == at {
+            if l.timer_keeps_alive != keeps {
+                l.timer_keeps_alive = keeps;
+                self.timers.keep_alive_changed(keeps);
+            }
             return;
         }
-        let was_armed = l.timer_at.is_some();
+        let (was_armed, kept_alive) = (l.timer_at.is_some(), l.timer_keeps_alive);
         l.timer_generation = l.timer_generation.wrapping_add(1);
         l.timer_at = at;
+        l.timer_keeps_alive = keeps;
         let generation = l.timer_generation;
         if was_armed {
             let execs = &self.execs;
-            self.timers.cancelled(|t| is_live(execs, t));
+            self.timers.cancelled(kept_alive, |t| is_live(execs, t));
         }
         if let Some(at) = at {
-            self.timers.push(at, TimerTarget { exec, layer, generation });
+            self.timers.push(at, TimerTarget { exec, layer, generation }, keeps);
         }
     }
 
@@ -1834,7 +1873,7 @@ impl Engine {
             if is_live(&self.execs, &target) {
                 return Some((at, target));
             }
-            self.timers.pop(false);
+            self.timers.pop(false, false);
         }
         None
     }
@@ -1925,6 +1964,20 @@ enum HeadLeft {
 
 fn current_layer(e: &Exec) -> u32 {
     e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_))).unwrap_or(0) as u32
+}
+
+/// Whether the timer of layer `l` keeps the process alive: not for a held lease on the
+/// memory store (renewing it, or letting it expire, changes nothing anyone waits for),
+/// nor for the expiry of a lease that nothing renews or extends; for everything else,
+/// whose firing answers someone (a waiter, a store call awaited, a JS store's lease
+/// that other processes see).
+fn keeps_alive(l: &Layer) -> bool {
+    match &l.state {
+        LayerState::Held(h) => {
+            matches!(l.spec.store, StoreRef::External { .. }) && (h.renew_at.is_some() || h.in_flight.is_some())
+        }
+        _ => true,
+    }
 }
 
 fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {

@@ -13,9 +13,10 @@ pub mod status {
     pub const EFFECTS: u32 = 16;
     /// Ref the host timer (it is armed early enough).
     pub const TIMER_REF: u32 = 32;
-    /// Unref the host timer: no engine timer is live.
+    /// Unref the host timer: no engine timer that keeps the process alive is live.
+    /// With [`TIMER_ARM`]: arm it unref'd.
     pub const TIMER_UNREF: u32 = 64;
-    /// (Re)arm the host timer at `armAt()`.
+    /// (Re)arm the host timer at `armAt()`, ref'd unless [`TIMER_UNREF`] comes with it.
     pub const TIMER_ARM: u32 = 128;
     /// `start`: every lock was granted in the call; run the callback now. Also an
     /// acquire's answer that granted the innermost lock ([`answer_call`]): the token
@@ -67,9 +68,12 @@ pub fn status_flags(engine: &mut Engine, arm_at: &mut f64) -> u32 {
         HostTimer::Keep => {}
         HostTimer::Ref => flags |= status::TIMER_REF,
         HostTimer::Unref => flags |= status::TIMER_UNREF,
-        HostTimer::Arm(at) => {
+        HostTimer::Arm { at, keep_alive } => {
             *arm_at = at as f64;
             flags |= status::TIMER_ARM;
+            if !keep_alive {
+                flags |= status::TIMER_UNREF;
+            }
         }
     }
     if engine.has_effects() {

@@ -888,28 +888,90 @@ fn on_a_granting_store_the_next_waiter_asks_as_soon_as_it_is_first() {
 
 #[test]
 fn a_real_clock_engine_asks_the_host_for_one_timer_and_lets_it_go_when_idle() {
-    use leasehold_core::{Clock, HostTimer};
-    use std::cell::Cell;
-    use std::rc::Rc;
-    struct Manual(Rc<Cell<Millis>>);
-    impl Clock for Manual {
-        fn now(&self) -> Millis {
-            self.0.get()
-        }
-    }
-    let time = Rc::new(Cell::new(0));
-    let mut e = Engine::new(Box::new(Manual(time.clone())), [3; 32]);
-    e.start(1, vec![lock(MEM, "k", 3_000, None)], ExecOptions::default()).unwrap();
-    assert_eq!(e.host_timer(), HostTimer::Arm(1_000));
+    use leasehold_core::HostTimer;
+    let (mut e, time) = hand_engine();
+    // A JS store: the acquire's answer, then its renewals, are waited for.
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 3_000, keep_alive: true }, "the acquire times out at ttl");
     assert_eq!(e.host_timer(), HostTimer::Keep);
-    e.finish(1, true).unwrap();
-    assert_eq!(e.host_timer(), HostTimer::Unref);
-    e.start(2, vec![lock(MEM, "k", 3_000, None)], ExecOptions::default()).unwrap();
-    assert_eq!(e.host_timer(), HostTimer::Ref, "the armed timer is early enough");
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 1_000, keep_alive: true }, "renewal at ttl/3");
     time.set(1_000);
     e.on_host_timer();
-    assert_eq!(e.host_timer(), HostTimer::Arm(2_000));
-    assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(3_000), "renewed at 1000");
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 3_000, keep_alive: true }, "the renewal is bounded by the lease");
+    e.answer(renew.request, Answer::Renewed(true));
+    e.finish(1, true).unwrap();
+    let release = only_call(&mut e, StoreMethod::Release);
+    e.answer(release.request, Answer::Released(Some(true)));
+    drain(&mut e);
+    assert_eq!(e.host_timer(), HostTimer::Unref, "nothing left: the armed timer must not hold the process");
+    assert_eq!(e.host_timer(), HostTimer::Keep);
+}
+
+#[test]
+fn memory_renewals_and_unrenewed_expiries_never_keep_the_process_alive_waiters_do() {
+    use leasehold_core::HostTimer;
+    let (mut e, time) = hand_engine();
+    // A callback on the memory store that never settles: renewing it is unobservable.
+    e.start(1, vec![lock(MEM, "k", 3_000, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 1_000, keep_alive: false });
+    // A waiter with a deadline is waited for: the same armed timer now holds the process.
+    e.start(2, vec![lock(MEM, "k", 3_000, Some(5_000))], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Ref);
+    assert!(e.cancel(2));
+    drain(&mut e);
+    assert_eq!(e.host_timer(), HostTimer::Unref, "the waiter left");
+    time.set(1_000);
+    e.on_host_timer();
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 2_000, keep_alive: false }, "renewed, still not held for");
+    e.finish(1, true).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Keep, "already unref'd");
+
+    // Manual leases that nothing renews: their expiry, on either store, holds nothing.
+    e.start(3, vec![lock(MEM, "m", 3_600_000, None)], MANUAL).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Keep, "the unref'd timer at 2000 is early enough");
+    e.start(4, vec![lock(EXT, "j", 3_600_000, None)], MANUAL).unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    assert_eq!(e.host_timer(), HostTimer::Ref, "an acquire in flight is waited for");
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    drain(&mut e);
+    assert_eq!(e.host_timer(), HostTimer::Unref);
+    // An extend in flight is waited for.
+    assert_eq!(e.extend(4, None).unwrap(), Extend::Pending);
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    assert_eq!(e.host_timer(), HostTimer::Ref);
+    e.answer(renew.request, Answer::Renewed(true));
+    drain(&mut e);
+    assert_eq!(e.host_timer(), HostTimer::Unref);
+    // An auto-renewed manual lease on the memory store: still nothing to wait for.
+    e.start(5, vec![lock(MEM, "r", 3_000, None)], ExecOptions { renew: true, ..MANUAL }).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Keep);
+}
+
+#[test]
+fn a_host_timer_that_never_fires_does_not_stall_the_engine() {
+    use leasehold_core::HostTimer;
+    let (mut e, time) = hand_engine();
+    e.start(1, vec![lock(MEM, "k", 300, None)], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 100, keep_alive: false });
+    // That timer is swallowed (global fake timers): it never fires. The renewal due at 100
+    // runs on the next call into the engine, and the host is asked for a new timer.
+    time.set(250);
+    e.start(2, vec![lock(MEM, "k", 300, Some(1_000))], ExecOptions::default()).unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 300, keep_alive: true }, "the waiter's next try");
+    assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(300), "renewed at 250, by the call");
+    // A timer still in the future is trusted.
+    assert_eq!(e.host_timer(), HostTimer::Keep);
+    // Overdue again, with nothing due (the waiter left): the timer is armed anew.
+    assert!(e.cancel(2));
+    drain(&mut e);
+    time.set(400);
+    e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap();
+    assert_eq!(e.host_timer(), HostTimer::Arm { at: 500, keep_alive: false }, "the renewal due at 350 ran at 400");
+    assert_eq!(e.memory_ttl(DEFAULT_MEMORY_STORE, "k").unwrap(), Some(300));
 }
 
 // ---- manual leases -------------------------------------------------------------------
