@@ -13,7 +13,9 @@ import {
 
 const clock = new FakeTimeProvider();
 const builder = () => new ResiliencePipelineBuilder({ timeProvider: clock });
-const okStore = { acquire: async () => ({ fencingToken: 1 }), renew: async () => true, release: async () => {} };
+// Tokens only increase per key: a store that answers one twice is refused.
+let okToken = 0;
+const okStore = { acquire: async () => ({ fencingToken: ++okToken }), renew: async () => true, release: async () => {} };
 const huge = 'x'.repeat(10 * 1024 * 1024);
 
 function assertNames(fn, ErrorClass, arg) {
@@ -88,7 +90,7 @@ describe('addLock throws at once for bad options', () => {
 
   test('a ttl string reaches the store as its milliseconds', async () => {
     const seen = [];
-    const store = { ...okStore, acquire: async (key, owner, ttlMs) => (seen.push(ttlMs), { fencingToken: 1 }) };
+    const store = { ...okStore, acquire: async (key, owner, ttlMs) => (seen.push(ttlMs), { fencingToken: ++okToken }) };
     const cases = [
       ['250ms', 250],
       ['30s', 30_000],
