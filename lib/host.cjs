@@ -180,6 +180,17 @@ function createApi(binding, options) {
               }),
             )
           : undefined;
+      // A pipeline collected: its definition of its lock goes, and with the last one the
+      // engine's copy of the key (see ResiliencePipeline#defineLock).
+      this.definedLockGone =
+        typeof FinalizationRegistry === 'function'
+          ? new FinalizationRegistry((id) =>
+              this.guard(() => {
+                this.engine.undefineLock(id);
+                return 0;
+              }),
+            )
+          : undefined;
       this.nextStoreId = 1;
       this.nextExec = 0;
       this.thrown = new Map();
@@ -1193,11 +1204,15 @@ function createApi(binding, options) {
 
     defineLock() {
       const l = this.locks[0];
+      const host = this.host;
       try {
-        this.definedLock = this.host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
+        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
       } catch (error) {
         throw fromEngine(error);
       }
+      // The definition is this pipeline's: the engine keeps the key only while the pipeline
+      // lives (its executions hold it, and copy the key into their own locks).
+      if (this.definedLock >= 0) host.definedLockGone?.register(this, this.definedLock);
       return this.definedLock;
     }
 

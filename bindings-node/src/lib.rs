@@ -184,6 +184,18 @@ impl NativeEngine {
         Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
     }
 
+    /// Lets go of one definition of a lock (`Engine::undefine_lock`): its pipeline is gone.
+    #[napi(catch_unwind)]
+    pub fn undefine_lock(&mut self, lock: u32) -> bool {
+        self.inner.undefine_lock(lock)
+    }
+
+    /// How many distinct locks are defined (for tests of boundedness).
+    #[napi(catch_unwind)]
+    pub fn defined_locks(&self) -> u32 {
+        self.inner.defined_locks() as u32
+    }
+
     /// Adds an outer lock for the next `start`.
     #[napi(catch_unwind)]
     pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {

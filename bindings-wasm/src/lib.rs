@@ -156,6 +156,18 @@ impl WasmEngine {
         Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
     }
 
+    /// Lets go of one definition of a lock (`Engine::undefine_lock`): its pipeline is gone.
+    #[wasm_bindgen(js_name = undefineLock)]
+    pub fn undefine_lock(&mut self, lock: u32) -> bool {
+        self.inner.undefine_lock(lock)
+    }
+
+    /// How many distinct locks are defined (for tests of boundedness).
+    #[wasm_bindgen(js_name = definedLocks)]
+    pub fn defined_locks(&self) -> u32 {
+        self.inner.defined_locks() as u32
+    }
+
     /// `start` under one defined lock: the same status, with the token above it.
     #[wasm_bindgen(js_name = startDefined)]
     pub fn start_defined(&mut self, exec: u32, options: u32, lock: u32) -> Result<f64, JsValue> {

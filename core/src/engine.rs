@@ -6,10 +6,11 @@
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use crate::clock::{Clock, FakeClock};
+use crate::defined::DefinedLocks;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::fast_hash::IdMap;
 use crate::fencing::TokenFloors;
@@ -414,9 +415,8 @@ pub struct Engine {
     execs: IdMap<u32, Exec>,
     queues: WaitQueues,
     requests: IdMap<u32, Request>,
-    /// Locks defined ahead by [`Engine::define_lock`], and their ids by value.
-    defined: Vec<LockSpec>,
-    defined_ids: HashMap<LockSpec, u32>,
+    /// Locks defined ahead by [`Engine::define_lock`].
+    defined: DefinedLocks,
     /// The layers of finished single-lock executions, kept for reuse so that an
     /// execution on a defined lock allocates no key or owner id of its own.
     spare_layers: Vec<Vec<Layer>>,
@@ -449,10 +449,6 @@ impl fmt::Debug for Engine {
             .finish_non_exhaustive()
     }
 }
-
-/// How many locks an engine keeps defined ([`Engine::define_lock`]); beyond that, locks
-/// are passed whole with every start.
-pub const MAX_DEFINED_LOCKS: usize = 4096;
 
 /// How many abandoned requests (acquires whose late grant would be released, and the
 /// releases of such grants) an engine keeps waiting for an answer.
@@ -487,8 +483,7 @@ impl Engine {
             queues: WaitQueues::default(),
             requests: IdMap::default(),
             abandoned: VecDeque::new(),
-            defined: Vec::new(),
-            defined_ids: HashMap::new(),
+            defined: DefinedLocks::default(),
             spare_layers: Vec::new(),
             next_request: 0,
             timers: TimerQueue::default(),
@@ -689,23 +684,28 @@ impl Engine {
 
     /// Defines a lock once, so that executions on it pass only its id
     /// ([`Engine::start_defined`]) instead of its key and options every time. Defining
-    /// the same lock again gives the same id. `None` once [`MAX_DEFINED_LOCKS`] are
-    /// defined: pass the lock to [`Engine::start`] then.
+    /// the same lock again gives the same id. `None` while
+    /// [`MAX_DEFINED_LOCKS`](crate::MAX_DEFINED_LOCKS) other locks are defined: pass the
+    /// lock to [`Engine::start`] then. Each definition holds the lock (its key's memory
+    /// included) until it is let go of with [`Engine::undefine_lock`].
     ///
     /// # Errors
     /// The argument errors of [`Engine::start`].
     pub fn define_lock(&mut self, spec: LockSpec) -> Result<Option<u32>, LockError> {
         self.check_spec(&spec)?;
-        if let Some(&id) = self.defined_ids.get(&spec) {
-            return Ok(Some(id));
-        }
-        if self.defined.len() >= MAX_DEFINED_LOCKS {
-            return Ok(None);
-        }
-        let id = self.defined.len() as u32;
-        self.defined.push(spec.clone());
-        self.defined_ids.insert(spec, id);
-        Ok(Some(id))
+        Ok(self.defined.define(spec))
+    }
+
+    /// Lets go of one definition of lock `id` (its holder, a pipeline, is gone); the last
+    /// one frees the lock and its id. Executions already started on it are not touched.
+    /// False for an id that is not defined.
+    pub fn undefine_lock(&mut self, id: u32) -> bool {
+        self.defined.undefine(id)
+    }
+
+    /// How many distinct locks are defined, for memory tests.
+    pub fn defined_locks(&self) -> usize {
+        self.defined.len()
     }
 
     /// [`Engine::start`] under one lock defined by [`Engine::define_lock`].
@@ -713,14 +713,13 @@ impl Engine {
     /// # Errors
     /// An argument error for an unknown lock id, and those of [`Engine::start`].
     pub fn start_defined(&mut self, exec: u32, lock: u32, options: ExecOptions) -> Result<Start, LockError> {
-        if lock as usize >= self.defined.len() {
-            return Err(ArgError::range("lock", format!("lock {lock} is not defined")).into());
-        }
         self.tick();
         if self.execs.contains_key(&exec) {
             return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
         }
-        let spec = &self.defined[lock as usize];
+        let Some(spec) = self.defined.get(lock) else {
+            return Err(ArgError::range("lock", format!("lock {lock} is not defined")).into());
+        };
         // A defined lock was checked when it was defined (a memory store is dropped only
         // once nothing uses it, the pipeline of this lock included). The layer of a
         // finished execution is reused: its key and owner strings keep their memory.

@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod defined;
 pub mod duration;
 mod engine;
 mod error;
@@ -50,9 +51,10 @@ mod timers;
 mod waiters;
 
 pub use clock::{Clock, FakeClock};
+pub use defined::MAX_DEFINED_LOCKS;
 pub use engine::{
     Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
-    DEFAULT_MEMORY_STORE, MAX_DEFINED_LOCKS, MAX_FAKE_TIME,
+    DEFAULT_MEMORY_STORE, MAX_FAKE_TIME,
 };
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};
 pub use memory_store::{MemoryStore, TryAcquire};

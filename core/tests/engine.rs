@@ -1270,6 +1270,30 @@ fn defined_locks_start_by_id_are_deduplicated_and_bounded() {
     assert_eq!(e.define_lock(lock(MEM, "one too many", 1_000, None)).unwrap(), None);
 }
 
+#[test]
+fn a_defined_lock_lives_until_every_definition_is_let_go_of() {
+    let mut e = engine();
+    let big = "x".repeat(64 * 1024);
+    let a = e.define_lock(lock(MEM, &big, 30_000, None)).unwrap().unwrap();
+    assert_eq!(e.define_lock(lock(MEM, &big, 30_000, None)).unwrap(), Some(a), "a second pipeline, the same lock");
+    assert!(matches!(e.start_defined(1, a, ExecOptions::default()).unwrap(), Start::Running { .. }));
+    assert!(e.undefine_lock(a));
+    assert!(e.undefine_lock(a));
+    assert_eq!(e.defined_locks(), 0);
+    assert!(e.start_defined(2, a, ExecOptions::default()).is_err(), "not defined any more");
+    // An execution started before keeps its own lock.
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+    assert!(!e.undefine_lock(a));
+    // Defined and let go of over and over, the engine keeps none of them.
+    for i in 0..1_000 {
+        let id = e.define_lock(lock(MEM, &format!("{i}{big}"), 30_000, None)).unwrap().unwrap();
+        assert!(matches!(e.start_defined(3, id, ExecOptions::default()).unwrap(), Start::Running { .. }));
+        e.finish(3, true).unwrap();
+        assert!(e.undefine_lock(id));
+    }
+    assert_eq!(e.defined_locks(), 0);
+}
+
 // ---- store calls in flat form -------------------------------------------------------
 
 #[test]
