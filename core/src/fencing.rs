@@ -9,66 +9,54 @@
 //! engine's own.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
 use std::hash::Hasher;
 
-/// How many keys an engine remembers a token floor for; beyond that the floor of the key
-/// seen longest ago is forgotten.
-pub const MAX_TOKEN_FLOORS: usize = 4096;
+/// How many keys an engine can remember a token floor for at once: a table of this many
+/// slots, in which a key's floor lasts until a key that hashes to the same slot takes it.
+pub const TOKEN_FLOOR_SLOTS: usize = 1024;
 
-/// A key as the floors remember it: the store, and a 128-bit hash of the key, keyed by
-/// the engine's random seed (so that a key's memory costs the same whatever its length,
-/// and no two keys can be made to share a floor).
-type FloorKey = (u32, u64, u64);
+/// One slot: the store, a 128-bit hash of the key keyed by the engine's random seed (so a
+/// key's memory costs the same whatever its length, and no two keys can be made to
+/// share a floor), and the largest token seen for it. An empty slot has a zero hash,
+/// which no key has but with a chance of 2^-128.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Floor {
+    store: u32,
+    hash: [u64; 2],
+    token: u64,
+}
 
-/// The largest token seen per key, for at most [`MAX_TOKEN_FLOORS`] keys, forgotten
-/// oldest first.
+/// The largest token seen per recent key, in [`TOKEN_FLOOR_SLOTS`] slots (allocated on
+/// the first grant of a JS store).
 #[derive(Debug)]
 pub(crate) struct TokenFloors {
     seeds: [u64; 2],
-    floors: HashMap<FloorKey, u64>,
-    order: VecDeque<FloorKey>,
+    slots: Vec<Floor>,
 }
 
 impl TokenFloors {
     pub fn new(seeds: [u64; 2]) -> Self {
-        TokenFloors { seeds, floors: HashMap::new(), order: VecDeque::new() }
-    }
-
-    fn floor_key(&self, store: u32, key: &str) -> FloorKey {
-        let hash = |seed: u64| {
-            let mut h = DefaultHasher::new();
-            h.write_u64(seed);
-            h.write(key.as_bytes());
-            h.finish()
-        };
-        (store, hash(self.seeds[0]), hash(self.seeds[1]))
+        TokenFloors { seeds, slots: Vec::new() }
     }
 
     /// Takes `token` for `key` on `store` as its new floor when it is larger than the
     /// floor; otherwise keeps the floor and returns it: the store's tokens went back.
     pub fn admit(&mut self, store: u32, key: &str, token: u64) -> Result<(), u64> {
-        let at = self.floor_key(store, key);
-        if let Some(floor) = self.floors.get_mut(&at) {
-            if token <= *floor {
-                return Err(*floor);
-            }
-            *floor = token;
-            return Ok(());
+        let hash = self.seeds.map(|seed| {
+            let mut h = DefaultHasher::new();
+            h.write_u64(seed);
+            h.write(key.as_bytes());
+            h.finish()
+        });
+        if self.slots.is_empty() {
+            self.slots = vec![Floor::default(); TOKEN_FLOOR_SLOTS];
         }
-        if self.order.len() >= MAX_TOKEN_FLOORS {
-            if let Some(oldest) = self.order.pop_front() {
-                self.floors.remove(&oldest);
-            }
+        let slot = &mut self.slots[(hash[0] ^ u64::from(store)) as usize % TOKEN_FLOOR_SLOTS];
+        if slot.store == store && slot.hash == hash && token <= slot.token {
+            return Err(slot.token);
         }
-        self.floors.insert(at, token);
-        self.order.push_back(at);
+        *slot = Floor { store, hash, token };
         Ok(())
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.floors.len()
     }
 }
 
@@ -88,13 +76,16 @@ mod tests {
     }
 
     #[test]
-    fn floors_are_bounded_and_the_oldest_key_is_forgotten_first() {
+    fn floors_take_a_fixed_table_and_a_key_is_forgotten_when_another_takes_its_slot() {
         let mut floors = TokenFloors::new([1, 2]);
-        for i in 0..MAX_TOKEN_FLOORS + 10 {
+        assert!(floors.slots.is_empty(), "nothing before the first grant");
+        for i in 0..2 * TOKEN_FLOOR_SLOTS {
             floors.admit(1, &format!("key-{i}"), 100).unwrap();
         }
-        assert_eq!(floors.len(), MAX_TOKEN_FLOORS);
-        assert_eq!(floors.admit(1, "key-0", 1), Ok(()), "forgotten");
-        assert_eq!(floors.admit(1, &format!("key-{}", MAX_TOKEN_FLOORS + 9), 1), Err(100), "remembered");
+        assert_eq!(floors.slots.len(), TOKEN_FLOOR_SLOTS);
+        let last = format!("key-{}", 2 * TOKEN_FLOOR_SLOTS - 1);
+        assert_eq!(floors.admit(1, &last, 1), Err(100), "the last key is remembered");
+        let forgotten = (0..TOKEN_FLOOR_SLOTS).filter(|i| floors.admit(1, &format!("key-{i}"), 1).is_ok()).count();
+        assert!(forgotten > TOKEN_FLOOR_SLOTS / 2, "most of the first keys' slots were taken: {forgotten}");
     }
 }
