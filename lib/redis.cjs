@@ -101,8 +101,9 @@ const FORGET_QUEUED_MS = 60_000;
  * it over and the message was lost or is late) its token, with the lease counted again
  * from now, so that the caller, which counts it from when it sent this try, never
  * believes in it longer than Redis does; otherwise the owner is queued (or its entry
- * refreshed, keeping its place and its waiting time) when a channel is given. Held for
- * anyone else: false. A waiting caller that takes the key leaves the queue, and, while
+ * refreshed, keeping its place and its waiting time) when a channel is given; without
+ * one (the last try at the caller's deadline) it leaves the queue, so that no release
+ * hands the key to a waiter that gives up. Held for anyone else: false. A waiting caller that takes the key leaves the queue, and, while
  * others are queued, starts its store's turn (see GRANT_FIRST) unless the turn is that
  * store's already or another store's turn began less than ARGV[5] (its hand-off ms)
  * ago: a store that takes the key within another's turn does not start a turn of its
@@ -138,6 +139,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     return false
   end
   if channel == '' then
+    if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+      redis.call('LREM', KEYS[3], 1, ARGV[1])
+    end
     return false
   end
   local now = redis.call('TIME')
@@ -508,10 +512,12 @@ class RedisLockStore {
   #dirty = false;
   #closed = false;
   // Grants: this store's own channel, subscribed from its first queueing acquire until
-  // close(), and the owners it has queued: owner -> { key, sentAt (performance.now()
-  // when the last acquire that queued it was sent) }, oldest try first.
+  // close(), and the owners it has queued: owner -> { key, channel, sentAt
+  // (performance.now() when the last acquire that queued it was sent) }, oldest try
+  // first; and the same owners by their key's release channel.
   #grantChannel;
   #queued = new Map();
+  #queuedOn = new Map();
   // Queued owners this store then answered with a lease: owner -> { fencingToken,
   // sentAt }, oldest first. A grant can reach this store after its owner's try found
   // the lease already handed to it and was answered with it; the engine then holds the
@@ -666,7 +672,11 @@ class RedisLockStore {
     const subscriber = this.#subscriber;
     const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
-      if (!queue) return undefined;
+      if (!queue) {
+        // A waiting try that does not queue (the last at its deadline) left the queue.
+        if (waits && this.#queued.size > 0) this.#forgetQueued(owner);
+        return undefined;
+      }
       // Queued for the subscriber connection this try was sent with: if that one is gone
       // (dropped, or the store closed) meanwhile, no grant can reach the owner.
       if (subscriber === this.#subscriber && !this.#closed) this.#rememberQueued(owner, key, sentAt);
@@ -675,7 +685,7 @@ class RedisLockStore {
     }
     const fencingToken = toToken(reply);
     // Only an owner this store queued can have been handed the lease by a release.
-    if (waits && this.#queued.delete(owner)) this.#remember(this.#answered, owner, { fencingToken, sentAt });
+    if (waits && this.#forgetQueued(owner) !== undefined) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
   }
 
@@ -909,7 +919,7 @@ class RedisLockStore {
     // counts from its try in flight, or asks again.
     let age;
     if (queued !== undefined && this.#leaseKey(queued.key) === lease) {
-      this.#queued.delete(owner);
+      this.#forgetQueued(owner);
       age = Math.max(0, performance.now() - queued.sentAt);
     }
     // Claimed by a waiter, or by the holder of this very lease (a duplicate). A grant
@@ -946,7 +956,45 @@ class RedisLockStore {
    * and so is the oldest beyond MAX_QUEUED.
    */
   #rememberQueued(owner, key, sentAt) {
-    this.#remember(this.#queued, owner, { key, sentAt });
+    this.#forgetQueued(owner);
+    const channel = this.#channel(key);
+    let owners = this.#queuedOn.get(channel);
+    if (owners === undefined) {
+      owners = new Set();
+      this.#queuedOn.set(channel, owners);
+    }
+    owners.add(owner);
+    this.#queued.set(owner, { key, channel, sentAt });
+    for (const [oldest, old] of this.#queued) {
+      if (this.#queued.size <= MAX_QUEUED && sentAt - old.sentAt <= FORGET_QUEUED_MS) break;
+      this.#forgetQueued(oldest);
+    }
+  }
+
+  /** Forgets `owner` as queued through this store; its entry, if it had one. */
+  #forgetQueued(owner) {
+    const entry = this.#queued.get(owner);
+    if (entry === undefined) return undefined;
+    this.#queued.delete(owner);
+    const owners = this.#queuedOn.get(entry.channel);
+    if (owners !== undefined && owners.delete(owner) && owners.size === 0) this.#queuedOn.delete(entry.channel);
+    return entry;
+  }
+
+  /**
+   * Nobody waits through this store on the key of `channel` any more (its waiters gave
+   * up): the owners it queued for that key leave the Redis queue, so that the next
+   * release frees the key or hands it to a waiter that still waits, not to one that is
+   * gone. Sent as EVAL, in one command, ahead of anything sent next on this client (a
+   * release of the key included).
+   */
+  #leaveQueue(channel) {
+    const owners = this.#queuedOn.get(channel);
+    if (owners === undefined) return;
+    for (const owner of [...owners]) {
+      const { key } = this.#forgetQueued(owner);
+      this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    }
   }
 
   /** Sets `owners`' entry for `owner` last, and forgets the oldest as #rememberQueued says. */
@@ -993,6 +1041,7 @@ class RedisLockStore {
   #leaveQueues() {
     for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     this.#queued.clear();
+    this.#queuedOn.clear();
   }
 
   /**
@@ -1018,6 +1067,7 @@ class RedisLockStore {
    * many keys come and go while a pass waits on a server that does not answer.
    */
   #changedChannel(channel) {
+    if (!this.#listeners.has(channel) && this.#queuedOn.size > 0) this.#leaveQueue(channel);
     if (this.#listeners.has(channel) || this.#subscribed.has(channel)) this.#changed.add(channel);
     else this.#changed.delete(channel);
     this.#sync();
