@@ -338,6 +338,29 @@ function isNoScript(err) {
 }
 
 /**
+ * The stores watching each caller's client for its end (closed by its owner, or given
+ * up reconnecting): one listener per client and event, however many stores share it.
+ */
+const endWatchers = new WeakMap();
+
+/** Calls `onEnd` when `client` emits one of `events`; returns a function that stops it. */
+function watchEnd(client, events, onEnd) {
+  if (typeof client.on !== 'function') return noop;
+  let watchers = endWatchers.get(client);
+  if (watchers === undefined) {
+    watchers = new Set();
+    endWatchers.set(client, watchers);
+    const fire = () => {
+      for (const watcher of [...watchers]) watcher();
+    };
+    for (const event of events) client.on(event, fire);
+  }
+  const watcher = () => onEnd();
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
+/**
  * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. Its
  * `keyPrefix` option is prepended to every key the client sends (the KEYS of a script
  * and PTTL's key), not to channel names; a Cluster copies `redisOptions.keyPrefix` to
@@ -352,11 +375,25 @@ function ioredisAdapter(client) {
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
     canSubscribe: typeof client.duplicate === 'function',
+    // Closed by its owner (quit, disconnect), or given up reconnecting.
+    isEnded: () => client.status === 'end',
+    onEnd: (fn) => watchEnd(client, ['end'], fn),
     openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
+      // Whether the connection may keep the process alive; each new socket (a
+      // reconnect) is told again. A Cluster's sockets are its own: it closes with the
+      // caller's client instead.
+      let keepsAlive = false;
+      const applyRef = () => {
+        const stream = dup.stream;
+        if (stream == null) return;
+        if (keepsAlive) stream.ref?.();
+        else stream.unref?.();
+      };
       if (typeof dup.on === 'function') {
         dup.on('error', noop);
         dup.on('message', (channel, message) => onMessage(String(channel), String(message)));
+        dup.on('connect', applyRef);
         dup.on('ready', onReady);
         // ioredis gave up reconnecting (or was closed).
         dup.on('end', onEnd);
@@ -366,6 +403,10 @@ function ioredisAdapter(client) {
         unsubscribe: (channels) => dup.unsubscribe(...channels),
         // 'end': ioredis gave up reconnecting.
         isDead: () => dup.status === 'end',
+        keepAlive(on) {
+          keepsAlive = on;
+          applyRef();
+        },
         async close() {
           dup.disconnect();
         },
@@ -384,8 +425,23 @@ function nodeRedisAdapter(client) {
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
     canSubscribe: typeof client.duplicate === 'function',
+    // Closed by its owner (close, destroy, quit, disconnect).
+    isEnded: () => client.isOpen === false,
+    // A client emits 'end' as it closes, a cluster 'disconnect'.
+    onEnd: (fn) => watchEnd(client, ['end', 'disconnect'], fn),
     openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
+      // A client's socket may be unref'd (before it exists, too); a cluster's sockets
+      // are its own: it closes with the caller's client instead.
+      const keepAlive = (on) => {
+        try {
+          if (on) dup.ref?.();
+          else dup.unref?.();
+        } catch {
+          // a client of a version without ref()/unref()
+        }
+      };
+      keepAlive(false);
       if (typeof dup.on === 'function') {
         // A connection lost for good: node-redis reports the error, and the client is
         // no longer open once it decided not to reconnect.
@@ -410,6 +466,7 @@ function nodeRedisAdapter(client) {
         },
         // connect() failed and the client is not reconnecting on its own.
         isDead: () => failed && dup.isOpen === false,
+        keepAlive,
         async close() {
           // Forceful: a subscriber has nothing to flush, and a graceful close would
           // wait for a server that may be gone. v5: destroy(); v4: disconnect().
@@ -553,6 +610,10 @@ class RedisLockStore {
   #releaseSettingsListening;
   #releaseSettingsAtOnce;
   #lingerTimer = undefined;
+  // Stops watching the caller's client for its end (#clientEnded), while the subscriber
+  // connection is open; and whether that connection may keep the process alive.
+  #unwatchClient = noop;
+  #keepingAlive = false;
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
@@ -1030,6 +1091,8 @@ class RedisLockStore {
     this.#subscribed.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = null;
+    this.#unwatchClient();
+    this.#unwatchClient = noop;
     if (subscriber !== null) await subscriber.close();
   }
 
@@ -1053,11 +1116,36 @@ class RedisLockStore {
   #dropSubscriber(subscriber) {
     if (subscriber !== this.#subscriber) return; // closed, or dropped already
     this.#subscriber = null;
+    this.#unwatchClient();
+    this.#unwatchClient = noop;
     this.#subscribed.clear();
     this.#idleSince.clear();
     this.#grantsListening = false;
     this.#leaveQueues();
     subscriber.close().catch(noop);
+  }
+
+  /**
+   * The subscriber connection keeps the process alive only while someone waits through
+   * this store (as the engine's timers do then): a process whose work is done exits
+   * without `close()`.
+   */
+  #keepAliveWhileWaited() {
+    const wanted = this.#listeners.size > 0;
+    if (this.#subscriber === null || wanted === this.#keepingAlive) return;
+    this.#keepingAlive = wanted;
+    this.#subscriber.keepAlive(wanted);
+  }
+
+  /**
+   * The caller's client ended (closed by its owner, or given up reconnecting): the
+   * subscriber connection goes with it, and the waiters on this store try at once,
+   * failing with the client's error (a LockStoreError) instead of waiting for their
+   * next poll. A new connection is opened only once the client is open again.
+   */
+  #clientEnded() {
+    if (this.#subscriber !== null) this.#dropSubscriber(this.#subscriber);
+    for (const channel of this.#listeners.channels()) this.#listeners.notify(channel);
   }
 
   /**
@@ -1068,6 +1156,7 @@ class RedisLockStore {
    */
   #changedChannel(channel) {
     if (!this.#listeners.has(channel) && this.#queuedOn.size > 0) this.#leaveQueue(channel);
+    this.#keepAliveWhileWaited();
     if (this.#listeners.has(channel) || this.#subscribed.has(channel)) this.#changed.add(channel);
     else this.#changed.delete(channel);
     this.#sync();
@@ -1151,7 +1240,9 @@ class RedisLockStore {
       while (this.#dirty && !this.#closed) {
         this.#dirty = false;
         if (this.#subscriber === null) {
-          if (this.#listeners.size === 0 && !this.#grantsWanted) {
+          // Nothing to listen for; or the caller closed its client: no connection of the
+          // store's own outlives it (waiters poll, and their tries fail).
+          if ((this.#listeners.size === 0 && !this.#grantsWanted) || this.#redis.isEnded()) {
             this.#changed.clear();
             return;
           }
@@ -1168,6 +1259,9 @@ class RedisLockStore {
             this.#changed.clear();
             return; // no subscriber: waiters poll
           }
+          this.#unwatchClient = this.#redis.onEnd(() => this.#clientEnded());
+          this.#keepingAlive = false; // opened without keeping the process alive
+          this.#keepAliveWhileWaited();
           // A new connection: every channel with listeners is to be subscribed.
           for (const c of this.#listeners.channels()) this.#changed.add(c);
         }
