@@ -130,6 +130,14 @@ async function onPostgres(kind) {
   return { store, quit: () => Promise.all(clients.map((c) => c.end())) };
 }
 
+// A client left open but unref'd by its owner: the store's subscriber connection, idle
+// once nobody waits, must not hold the process either.
+test('node-redis, the client left open but unref\'d, no store.close()', async (t) => {
+  const { exitAfterMs } = await runChild('node-redis', 'unref', JSON.stringify([{ host: '127.0.0.1', port: redis.port }]));
+  t.diagnostic(`exited ${Math.round(exitAfterMs)} ms after its last statement`);
+  assert.ok(exitAfterMs < EXIT_BOUND_MS);
+});
+
 /**
  * A waiter on a store whose client its owner closes while it waits: it must fail with a
  * LockStoreError (the client's error as cause) promptly, never wait on.

@@ -1000,14 +1000,12 @@ class RedisLockStore {
     this.#releaseUnclaimed(lease, owner);
   }
 
-  /** Releases a lease granted to `owner` that no waiter takes, so that it passes on. */
+  /**
+   * Releases a lease granted to `owner` that no waiter takes, so that it passes on: to
+   * the first queued owner at once, whatever it has waited (nobody here wants a turn).
+   */
   #releaseUnclaimed(lease, owner) {
-    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner)).then(
-      (reply) => {
-        if (Number(reply) === 2) this.#wakeLease(lease);
-      },
-      noop,
-    );
+    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, true)).catch(noop);
   }
 
   /**

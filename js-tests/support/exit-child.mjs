@@ -5,8 +5,10 @@
 // close() first, and returns from its top level. The test asserts that the process
 // then exits on its own.
 //
-//   node exit-child.mjs <setup> <close|no-close> <target>
+//   node exit-child.mjs <setup> <close|no-close|unref> <target>
 //
+// `unref` (node-redis only): instead of closing its client, the script unrefs it (the
+// client stays open): the store's own connection must not hold the process either.
 // <setup>: ioredis | node-redis | ioredis-cluster | node-redis-cluster (target: a JSON
 // array of { host, port }), pg-pool | pg-client (target: a connection url; pg-client
 // is a Client plus a listenClient of the user's). Lines on stdout, one JSON object each:
@@ -34,7 +36,7 @@ async function open() {
   if (setup === 'node-redis') {
     const [node] = JSON.parse(target);
     const client = await createClient({ socket: node }).connect();
-    return { store: new RedisLockStore({ client }), quit: () => client.quit() };
+    return { store: new RedisLockStore({ client }), quit: () => client.quit(), unref: () => client.unref() };
   }
   if (setup === 'ioredis-cluster') {
     const client = new Redis.Cluster(JSON.parse(target));
@@ -61,7 +63,7 @@ async function open() {
   throw new Error(`unknown setup ${setup}`);
 }
 
-const { store, quit } = await open();
+const { store, quit, unref } = await open();
 const key = `exit-${setup}-${process.pid}`;
 const holder = await acquireLock(store, key, '10s');
 if (!holder) throw new Error('the key was not free');
@@ -74,5 +76,6 @@ if (!lease) throw new Error('the waiter did not get the key');
 say({ waited: Math.round(performance.now() - started), engine });
 await lease.release();
 if (mode === 'close') await store.close();
-await quit();
+if (mode === 'unref') unref();
+else await quit();
 say({ done: true });
