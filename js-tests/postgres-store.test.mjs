@@ -573,9 +573,9 @@ describe('fencing tokens in SQL', () => {
 
     // A takes the lease by hand, without renewal, and then "pauses" (a GC pause, a
     // stopped VM) for longer than its ttl.
-    const stale = await acquireLock(store, key, '200ms');
+    const stale = await acquireLock(store, key, '1s');
     assert.ok(stale);
-    await sleep(300);
+    await sleep(1300);
 
     // B finds the key free (by the database clock) and writes under a newer token.
     const fresh = await lock({ key, store, ttl: '5s' }).execute(async () => {

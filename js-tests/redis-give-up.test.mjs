@@ -100,7 +100,7 @@ for (const setup of SETUPS) {
       const controller = new AbortController();
       const b = acquireLock(waiter, key, 300, { wait: '30s', signal: controller.signal });
       await waitFor('B to be queued in Redis', async () => (await queueLength(setup, prefix, key)) === 1, {
-        timeoutMs: 5000,
+        timeoutMs: 10_000,
         intervalMs: 10,
       });
       controller.abort(new Error('B stops waiting'));
@@ -126,9 +126,9 @@ for (const setup of SETUPS) {
       const a = await acquireLock(holder, key, 2000, { autoRenew: true });
       const controller = new AbortController();
       const b = acquireLock(quitter, key, 2000, { wait: '30s', signal: controller.signal });
-      await waitFor('B queued', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 5000, intervalMs: 10 });
+      await waitFor('B queued', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 10_000, intervalMs: 10 });
       const c = acquireLock(patient, key, 2000, { wait: '30s' });
-      await waitFor('C queued behind B', async () => (await queueLength(setup, prefix, key)) === 2, { timeoutMs: 5000, intervalMs: 10 });
+      await waitFor('C queued behind B', async () => (await queueLength(setup, prefix, key)) === 2, { timeoutMs: 10_000, intervalMs: 10 });
       controller.abort();
       await assert.rejects(b, { name: 'AbortError' });
       await waitFor('B to leave the queue', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 2000, intervalMs: 5 });
