@@ -860,12 +860,12 @@ describe('a waiter that gives up', () => {
       const s = await setup.store();
       await s.ensureSchema();
       const key = uniqueKey('give-up');
-      const a = await acquireLock(s, key, 300, { autoRenew: true });
+      const a = await acquireLock(s, key, 5000, { autoRenew: true });
       assert.ok(a);
-      assert.equal(await acquireLock(s, key, 300, { wait: 150 }), undefined, 'gave up at its wait');
-      await assert.rejects(acquireLock(s, key, 300, { wait: '30s', signal: AbortSignal.timeout(150) }), { name: 'TimeoutError' });
+      assert.equal(await acquireLock(s, key, 5000, { wait: 150 }), undefined, 'gave up at its wait');
+      await assert.rejects(acquireLock(s, key, 5000, { wait: '30s', signal: AbortSignal.timeout(150) }), { name: 'TimeoutError' });
       assert.equal(await a.release(), true);
-      const c = await acquireLock(s, key, 300, { wait: 0 });
+      const c = await acquireLock(s, key, 5000, { wait: 0 });
       assert.ok(c, 'the key was free right after the release');
       assert.ok(c.fencingToken > a.fencingToken);
       assert.equal(await c.release(), true);
