@@ -15,7 +15,8 @@ import { acquireLock, engine, LockStoreError } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
 import { PostgresLockStore } from 'leasehold/postgres';
 import pg from 'pg';
-import { startRedisCluster, startRedisServer } from './support/redis.mjs';
+import { once } from 'node:events';
+import { call, startRedisCluster, startRedisServer, waitFor } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
 import { noUnhandledRejections, within } from './support/async.mjs';
 import {
@@ -170,6 +171,45 @@ describe('a waiter whose store client is closed fails with a LockStoreError', ()
       assert.ok(error.cause instanceof Error, 'the client error is the cause');
       await holder.release().catch(() => {});
       await store.close();
+    });
+  }
+});
+
+// A client closed and then connected again by its owner: the store's subscriber (seen
+// by its grant channel on the server) goes with the client, a new one is opened at the
+// next wait, and goes with the client's next close in turn.
+describe('a Redis client closed and connected again', () => {
+  const KINDS = [
+    {
+      name: 'ioredis',
+      connect: () => connectIoredis(redis.port),
+      // quit() resolves with the server's OK, before the connection is closed.
+      quit: (c) => Promise.all([once(c, 'end'), c.quit()]),
+      reopen: (c) => c.connect(),
+    },
+    { name: 'node-redis', connect: () => connectNodeRedis(redis.port), quit: (c) => c.quit(), reopen: (c) => c.connect() },
+  ];
+  for (const kind of KINDS) {
+    test(`${kind.name}: waiters are woken through a new subscriber connection`, async () => {
+      const client = await kind.connect();
+      const store = new RedisLockStore({ client, prefix: 'exit-reopen' });
+      const grantChannels = async () => (await call(redis.port, ['PUBSUB', 'CHANNELS', 'exit-reopen:grants:*'])).length;
+      const wakes = async (key) => {
+        const holder = await acquireLock(store, key, '5s');
+        const waiting = acquireLock(store, key, '5s', { wait: '10s' });
+        await waitFor('the waiter to listen for grants', async () => (await grantChannels()) === 1, { timeoutMs: 5000 });
+        assert.equal(await holder.release(), true);
+        const lease = await within(5000, 'the waiter gets the key', waiting);
+        assert.ok(lease);
+        await lease.release();
+      };
+      await wakes(uniqueKey('before'));
+      await kind.quit(client);
+      await waitFor('the subscriber to close with the client', async () => (await grantChannels()) === 0, { timeoutMs: 5000 });
+      await kind.reopen(client);
+      await wakes(uniqueKey('after'));
+      await kind.quit(client);
+      await waitFor('the new subscriber to close with the client', async () => (await grantChannels()) === 0, { timeoutMs: 5000 });
     });
   }
 });
