@@ -130,8 +130,9 @@ export declare class PostgresLockStore {
 
   /**
    * Stops listening: closes the store's own listen connection (or detaches from the
-   * `listenClient`). Call before `pool.end()`. Does not wait for a listen connection
-   * still being opened: that one is closed when it arrives.
+   * `listenClient`). For an orderly shutdown, before `pool.end()`: without it, the
+   * store's own connection closes as the pool ends. Does not wait for a listen
+   * connection still being opened: that one is closed when it arrives.
    */
   close(): Promise<void>;
 }

@@ -159,7 +159,8 @@ export declare class RedisLockStore {
    * Closes the subscriber connection the store opened, if any; takes this store's
    * waiters out of the queues and wakes the first waiter of a key it released and had
    * kept for its own next try (sent, not awaited: close the store before the client).
-   * The client stays open.
+   * The client stays open. For an orderly shutdown: without it, the subscriber
+   * connection closes when the client does, and never keeps the process alive alone.
    */
   close(): Promise<void>;
 }

@@ -573,9 +573,9 @@ describe('fencing tokens in SQL', () => {
 
     // A takes the lease by hand, without renewal, and then "pauses" (a GC pause, a
     // stopped VM) for longer than its ttl.
-    const stale = await acquireLock(store, key, '200ms');
+    const stale = await acquireLock(store, key, '1s');
     assert.ok(stale);
-    await sleep(300);
+    await sleep(1300);
 
     // B finds the key free (by the database clock) and writes under a newer token.
     const fresh = await lock({ key, store, ttl: '5s' }).execute(async () => {
@@ -838,10 +838,39 @@ describe('wake-on-release', () => {
     store.subscribe(uniqueKey('close'), noop);
     await waitFor('the listen connection', async () => (await backends(application_name)).length === 1, { timeoutMs: 2000 });
     await store.close();
-    assert.deepEqual(await backends(application_name), [], 'closed by close()');
+    // Ended on the client's side; the server's backend goes a moment later.
+    await waitFor('closed by close()', async () => (await backends(application_name)).length === 0, { timeoutMs: 2000 });
     assert.equal(store.subscribe('k', noop)(), undefined, 'subscribe is a no-op after close');
     await within(3000, 'pool.end()', localPool.end());
   });
+});
+
+describe('a waiter that gives up', () => {
+  // The reproducer of the ghost-waiter issue: a waiter whose `wait` ran out (or whose
+  // signal aborted) must not keep the key from the next try after the holder's release.
+  // PostgreSQL waiters are not queued in the database; this holds on a Pool, a Client
+  // with a listenClient (woken by NOTIFY) and a Client alone (polled).
+  const SETUPS = [
+    { name: 'a Pool', store: async () => newStore() },
+    { name: 'a Client + listenClient', store: async () => newStore({ client: await newClient(), listenClient: await newClient() }) },
+    { name: 'a Client alone', store: async () => newStore({ client: await newClient() }) },
+  ];
+  for (const setup of SETUPS) {
+    test(`${setup.name}: after a wait ran out and a signal aborted, the release frees the key`, async () => {
+      const s = await setup.store();
+      await s.ensureSchema();
+      const key = uniqueKey('give-up');
+      const a = await acquireLock(s, key, 5000, { autoRenew: true });
+      assert.ok(a);
+      assert.equal(await acquireLock(s, key, 5000, { wait: 150 }), undefined, 'gave up at its wait');
+      await assert.rejects(acquireLock(s, key, 5000, { wait: '30s', signal: AbortSignal.timeout(150) }), { name: 'TimeoutError' });
+      assert.equal(await a.release(), true);
+      const c = await acquireLock(s, key, 5000, { wait: 0 });
+      assert.ok(c, 'the key was free right after the release');
+      assert.ok(c.fencingToken > a.fencingToken);
+      assert.equal(await c.release(), true);
+    });
+  }
 });
 
 describe('through the engine', () => {

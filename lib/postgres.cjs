@@ -132,6 +132,30 @@ function isPool(client) {
   );
 }
 
+/**
+ * The stores watching each Pool for its end: one 'remove' listener per pool, however
+ * many stores share it. pg-pool has no 'end' event; `end()` sets `ending` and removes
+ * its idle clients (and each busy one as it comes back), emitting 'remove' for each.
+ */
+const poolEndWatchers = new WeakMap();
+
+/** Calls `onEnd` when `pool` is being ended; returns a function that stops it. */
+function watchPoolEnd(pool, onEnd) {
+  if (typeof pool.on !== 'function') return noop;
+  let watchers = poolEndWatchers.get(pool);
+  if (watchers === undefined) {
+    watchers = new Set();
+    poolEndWatchers.set(pool, watchers);
+    pool.on('remove', () => {
+      if (pool.ending !== true) return;
+      for (const watcher of [...watchers]) watcher();
+    });
+  }
+  const watcher = () => onEnd();
+  watchers.add(watcher);
+  return () => watchers.delete(watcher);
+}
+
 function toToken(reply) {
   const n = typeof reply === 'number' ? reply : Number(reply);
   if (!Number.isSafeInteger(n) || n <= 0) {
@@ -189,6 +213,8 @@ class PostgresLockStore {
   // listener, and the timer that closes it once it has lingered.
   #idleSince = undefined;
   #lingerTimer = undefined;
+  // Stops watching the Pool for its end, while the store's own connection is open.
+  #unwatchPool = noop;
 
   /**
    * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
@@ -399,9 +425,8 @@ class PostgresLockStore {
     // on an open connection is: our UNLISTENs must follow its LISTENs.
     if (this.#syncing !== null && !this.#opening) await this.#syncing;
     const connection = this.#connection;
-    this.#connection = null;
     const channels = [...this.#listening];
-    this.#listening.clear();
+    this.#forgetConnection();
     if (connection !== null) await connection.close(channels);
   }
 
@@ -417,6 +442,7 @@ class PostgresLockStore {
     } else {
       // The pool's own `options` object, not a copy: pg-pool keeps the password on it as
       // a non-enumerable property, which a copy would lose.
+      if (this.#pool.ending === true) throw new Error('the pool is ending');
       client = new this.#pool.Client(this.#pool.options);
       ours = true;
       await client.connect();
@@ -459,11 +485,31 @@ class PostgresLockStore {
     return connection;
   }
 
+  /** Forgets the store's listen connection (not closed here); reopened when wanted. */
+  #forgetConnection() {
+    this.#connection = null;
+    this.#listening.clear();
+    this.#unwatchPool();
+    this.#unwatchPool = noop;
+  }
+
+  /**
+   * The Pool is being ended: the store's own connection closes with it, and the waiters
+   * on this store try at once, failing with the pool's error (a LockStoreError) instead
+   * of waiting for their next poll. No connection is opened on an ending pool.
+   */
+  #poolEnded() {
+    const connection = this.#connection;
+    if (connection === null || !connection.ours) return;
+    this.#forgetConnection();
+    connection.close([]).catch(noop);
+    for (const channel of this.#listeners.channels()) this.#listeners.notify(channel);
+  }
+
   /** The listen connection failed: forget its LISTENs, reopen later if still wanted. */
   #lost(connection) {
     if (this.#connection !== connection) return;
-    this.#connection = null;
-    this.#listening.clear();
+    this.#forgetConnection();
     connection.close([]).catch(noop);
     // A caller's listenClient cannot be reopened by the store; its own connection can.
     if (this.#pool !== undefined && !this.#closed && this.#listeners.size > 0) this.#retryLater();
@@ -532,18 +578,18 @@ class PostgresLockStore {
           } finally {
             this.#opening = false;
           }
-          if (this.#closed) {
+          if (this.#closed || this.#pool?.ending === true) {
             await connection.close([]);
             return;
           }
           this.#connection = connection;
+          if (connection.ours) this.#unwatchPool = watchPoolEnd(this.#pool, () => this.#poolEnded());
         }
         const connection = this.#connection;
         if (this.#listeners.size > 0) {
           this.#idleSince = undefined;
         } else if (connection.ours && this.#lingered()) {
-          this.#connection = null;
-          this.#listening.clear();
+          this.#forgetConnection();
           this.#idleSince = undefined;
           await connection.close([]);
           continue; // a subscribe meanwhile opens a new one

@@ -49,25 +49,11 @@
  * safe, and the names stay readable in `redis-cli`.
  */
 
-const { createHash, randomBytes } = require('node:crypto');
+const { randomBytes } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { describe, checkOptionNames } = require('./describe.cjs');
-
-// ---------------------------------------------------------------------------------
-// Scripts
-// ---------------------------------------------------------------------------------
-
-/** @param {string} source */
-function script(source) {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
-/** Fencing tokens are kept at least this long after the last grant of their key. */
-const MIN_TOKEN_RETENTION_MS = 60_000;
-
-/** How long a queued waiter stays in the queue without asking again (the engine asks
- * at least every second while it waits). */
-const QUEUE_ENTRY_MS = 3_000;
+const { adapterFor, isNoScript, noop } = require('./redis-adapters.cjs');
+const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./redis-scripts.cjs');
 
 /** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
 const MAX_QUEUED = 4096;
@@ -91,345 +77,6 @@ const LEFT_LEASES_MAX = 1_024;
 /** How long a key's channel stays subscribed after its last listener left. */
 const LINGER_MS = 1_000;
 const FORGET_QUEUED_MS = 60_000;
-
-/*
- * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, '1' when the caller
- * is an engine on a store that grants on release, and only when the store can take
- * grants now: its grant channel and its hand-off ms. (Every argument costs the client
- * and the server time on every call: what the script can work out is not sent.)
- * Held, for a caller that waits: when the lease is this very owner's (a release handed
- * it over and the message was lost or is late) its token, with the lease counted again
- * from now, so that the caller, which counts it from when it sent this try, never
- * believes in it longer than Redis does; otherwise the owner is queued (or its entry
- * refreshed, keeping its place and its waiting time) when a channel is given. Held for
- * anyone else: false. A waiting caller that takes the key leaves the queue, and, while
- * others are queued, starts its store's turn (see GRANT_FIRST) unless the turn is that
- * store's already or another store's turn began less than ARGV[5] (its hand-off ms)
- * ago: a store that takes the key within another's turn does not start a turn of its
- * own, so stores trading the key between them cannot keep a third waiting.
- * Free means "the lease key does not exist": Redis expiry decides liveness.
- * token = max(stored token + 1, server time in microseconds). The stored token keeps the
- * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
- * the stored token is gone: after a restart that lost the data, or after the token key
- * lapsed. TIME in microseconds is below 2^53 until the year 2255, so it is exact both
- * as a Lua number and as a JS number.
- * The token key expires `retention` ms after the last acquire (max(10 x ttl, 60 s)),
- * so the keyspace stays bounded by the keys locked recently, not by every key ever
- * locked. Once it lapses, TIME has moved past every token issued for the key (a token
- * runs ahead of TIME only by the few microseconds of same-microsecond acquires, or by a
- * backward step of the server clock shorter than the retention).
- * The token is written before the lease: if a write fails, a token is skipped, but
- * a lease never exists without its token having been stored.
- * `redis.replicate_commands()` lets Redis 3.2-4.x write after TIME; a no-op from 5 on.
- */
-const ACQUIRE = script(`if redis.replicate_commands then redis.replicate_commands() end
-local asked = ARGV[3] == '1'
-local channel = ARGV[4] or ''
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if not asked then
-    return false
-  end
-  if redis.call('GET', KEYS[1]) == ARGV[1] then
-    local granted = redis.call('GET', KEYS[2])
-    if granted then
-      redis.call('PEXPIRE', KEYS[1], ARGV[2])
-      return tonumber(granted)
-    end
-    return false
-  end
-  if channel == '' then
-    return false
-  end
-  local now = redis.call('TIME')
-  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  local since = now_ms
-  local old = redis.call('HGET', KEYS[4], ARGV[1])
-  if old then
-    since = tonumber(string.match(old, '^%d+ %d+ (%d+) ')) or now_ms
-  end
-  local entry = string.format('%.0f %s %.0f ', now_ms + ${QUEUE_ENTRY_MS}, ARGV[2], since) .. channel
-  if redis.call('HSET', KEYS[4], ARGV[1], entry) == 1 then
-    redis.call('RPUSH', KEYS[3], ARGV[1])
-  end
-  redis.call('PEXPIRE', KEYS[3], ${QUEUE_ENTRY_MS})
-  redis.call('PEXPIRE', KEYS[4], ${QUEUE_ENTRY_MS})
-  return false
-end
-local now = redis.call('TIME')
-local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local stored = redis.call('GET', KEYS[2])
-if stored then
-  stored = tonumber(stored)
-  if stored and stored >= token then
-    token = stored + 1
-  end
-end
-local retention = math.max(${MIN_TOKEN_RETENTION_MS}, tonumber(ARGV[2]) * 10)
-redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', string.format('%.0f', retention))
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if asked and redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
-  redis.call('LREM', KEYS[3], 1, ARGV[1])
-end
-if channel ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
-  local now_ms = math.floor(tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000)
-  local slice = redis.call('HGET', KEYS[4], '')
-  local since, turn
-  if slice then
-    since, turn = string.match(slice, '^(%d+) (.*)$')
-  end
-  if turn ~= channel and (not since or now_ms - tonumber(since) >= tonumber(ARGV[5])) then
-    redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. channel)
-  end
-end
-return token
-`);
-
-/* RENEW. KEYS: lease. ARGV: owner, ttl ms. 1 when the live lease is the owner's. */
-const RENEW = script(`if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`);
-
-/*
- * Handing a free or released lease to the first queued owner: GRANT_FIRST(now_us,
- * starving_ms, releasing, check, holder_channel) drops stale entries (not refreshed in
- * time, or the releasing owner's own) from the head of the queue; when the first live
- * owner has waited at least `starving_ms`, and the store on `holder_channel` has had
- * the key that long (its turn, recorded under the waiters hash's field '' as
- * "<since ms> <channel>" by a grant, or by an ACQUIRE while owners were queued), it gets
- * the lease: a new token (as in ACQUIRE), a lease of the ttl it asked for, the turn,
- * and a message on its store's channel:
- *   "<token> <owner length in bytes> <owner><lease name>"
- * With `check`, a message that reached no subscriber (that store closed, or its process
- * is gone) takes the lease back and the next owner is tried; Redis Cluster counts only
- * the subscribers of one node, so cluster stores do not check. Returns 1 when it
- * granted, 2 when live owners wait but none long enough, 0 when none waits.
- */
-const GRANT_FIRST = `local function grant_first(now_us, starving_ms, releasing, check, holder_channel)
-  local now_ms = math.floor(now_us / 1000)
-  local slice_fresh = false
-  if starving_ms > 0 and holder_channel ~= '' then
-    local slice = redis.call('HGET', KEYS[4], '')
-    if slice then
-      local slice_since, slice_channel = string.match(slice, '^(%d+) (.*)$')
-      slice_fresh = slice_channel == holder_channel and now_ms - tonumber(slice_since) < starving_ms
-    end
-  end
-  while true do
-    local owner = redis.call('LINDEX', KEYS[3], 0)
-    if not owner then
-      return 0
-    end
-    local entry = redis.call('HGET', KEYS[4], owner)
-    local until_ms, ttl, since, channel
-    if entry then
-      until_ms, ttl, since, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.*)$')
-    end
-    if owner ~= releasing and until_ms and tonumber(until_ms) > now_ms then
-      if slice_fresh or now_ms - tonumber(since) < starving_ms then
-        return 2
-      end
-      redis.call('LPOP', KEYS[3])
-      redis.call('HDEL', KEYS[4], owner)
-      local token = now_us
-      local stored = tonumber(redis.call('GET', KEYS[2]))
-      if stored and stored >= token then
-        token = stored + 1
-      end
-      local retention = math.max(${MIN_TOKEN_RETENTION_MS}, tonumber(ttl) * 10)
-      redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', string.format('%.0f', retention))
-      redis.call('SET', KEYS[1], owner, 'PX', ttl)
-      local heard = redis.call('PUBLISH', channel, string.format('%.0f %d ', token, #owner) .. owner .. KEYS[1])
-      if heard > 0 or not check then
-        redis.call('HSET', KEYS[4], '', string.format('%.0f ', now_ms) .. channel)
-        if redis.call('PTTL', KEYS[4]) < 0 then
-          redis.call('PEXPIRE', KEYS[4], ${QUEUE_ENTRY_MS})
-        end
-        return 1
-      end
-      redis.call('DEL', KEYS[1])
-    else
-      redis.call('LPOP', KEYS[3])
-      redis.call('HDEL', KEYS[4], owner)
-    end
-  end
-end
-`;
-
-/*
- * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, and the releasing store's
- * settings, read only when owners are queued: "<hand-off ms> <1 to check that a grant's
- * message was heard (see GRANT_FIRST), else 0> <its grant channel>" (the channel empty
- * when the store has none: its turn is not counted). The release is announced on the
- * lease's name + ':released'.
- * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
- * at least the hand-off time, at the end of the releasing store's turn, is handed the
- * lease (1). Otherwise the lease is deleted:
- * 2 when owners are queued (the releasing store wakes the first one unless it takes the
- * key again at once, see `#wakeLease`), 1 when nobody is queued, after announcing the
- * release on the key's channel.
- */
-const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
-  return 1
-end
-${GRANT_FIRST}
-local hand_off, check, holder = string.match(ARGV[2], '^(%d+) (%d) (.*)$')
-local now = redis.call('TIME')
-local granted = grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), tonumber(hand_off), ARGV[1], check == '1', holder)
-if granted == 1 then
-  return 1
-end
-redis.call('DEL', KEYS[1])
-if granted == 2 then
-  return 2
-end
-redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
-return 1
-`);
-
-/*
- * WAKE. KEYS: lease, token, queue, waiters. ARGV: '1' to check that the grant's message
- * was heard (see GRANT_FIRST). The key was released with owners queued and the
- * releasing store did not take it again: if it is still free, the first queued owner
- * gets it now, however long it has waited (1); when none is left, the release is
- * announced on the lease's name + ':released' (as RELEASE does), for waiters not queued
- * yet.
- */
-const WAKE = script(`if redis.replicate_commands then redis.replicate_commands() end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-${GRANT_FIRST}
-local now = redis.call('TIME')
-if grant_first(tonumber(now[1]) * 1000000 + tonumber(now[2]), 0, '', ARGV[1] == '1', '') == 1 then
-  return 1
-end
-redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
-return 0
-`);
-
-/* DEQUEUE. KEYS: queue, waiters. ARGV: owner. Takes the owner out of the key's queue. */
-const DEQUEUE = script(`if redis.call('HDEL', KEYS[2], ARGV[1]) == 1 then
-  redis.call('LREM', KEYS[1], 1, ARGV[1])
-end
-return 0
-`);
-
-// ---------------------------------------------------------------------------------
-// Client adapters: the only code that knows which client it talks to.
-// ---------------------------------------------------------------------------------
-
-function noop() {}
-
-function isNoScript(err) {
-  return err != null && typeof err.message === 'string' && /\bNOSCRIPT\b/.test(err.message);
-}
-
-/**
- * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. Its
- * `keyPrefix` option is prepended to every key the client sends (the KEYS of a script
- * and PTTL's key), not to channel names; a Cluster copies `redisOptions.keyPrefix` to
- * its own `options.keyPrefix`.
- */
-function ioredisAdapter(client) {
-  return {
-    kind: 'ioredis',
-    isCluster: client.isCluster === true,
-    keyPrefix: String(client.options?.keyPrefix ?? ''),
-    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
-    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
-    pttl: (key) => client.pttl(key),
-    canSubscribe: typeof client.duplicate === 'function',
-    openSubscriber(onMessage, onReady, onEnd) {
-      const dup = client.duplicate();
-      if (typeof dup.on === 'function') {
-        dup.on('error', noop);
-        dup.on('message', (channel, message) => onMessage(String(channel), String(message)));
-        dup.on('ready', onReady);
-        // ioredis gave up reconnecting (or was closed).
-        dup.on('end', onEnd);
-      }
-      return {
-        subscribe: (channels) => dup.subscribe(...channels),
-        unsubscribe: (channels) => dup.unsubscribe(...channels),
-        // 'end': ioredis gave up reconnecting.
-        isDead: () => dup.status === 'end',
-        async close() {
-          dup.disconnect();
-        },
-      };
-    },
-  };
-}
-
-/** node-redis v4/v5 client and cluster: `evalSha(sha, { keys, arguments })`. */
-function nodeRedisAdapter(client) {
-  return {
-    kind: 'node-redis',
-    isCluster: typeof client.getMasters === 'function',
-    keyPrefix: '',
-    evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
-    eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
-    pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
-    canSubscribe: typeof client.duplicate === 'function',
-    openSubscriber(onMessage, onReady, onEnd) {
-      const dup = client.duplicate();
-      if (typeof dup.on === 'function') {
-        // A connection lost for good: node-redis reports the error, and the client is
-        // no longer open once it decided not to reconnect.
-        dup.on('error', () => setTimeout(() => dup.isOpen === false && onEnd(), 0));
-        dup.on('ready', onReady);
-        dup.on('end', onEnd);
-      }
-      const listener = (message, channel) => onMessage(String(channel), String(message));
-      let failed = false;
-      const connected = Promise.resolve().then(() => dup.connect());
-      connected.catch(() => {
-        failed = true;
-      });
-      return {
-        async subscribe(channels) {
-          await connected;
-          await dup.subscribe(channels, listener);
-        },
-        async unsubscribe(channels) {
-          await connected;
-          await dup.unsubscribe(channels, listener);
-        },
-        // connect() failed and the client is not reconnecting on its own.
-        isDead: () => failed && dup.isOpen === false,
-        async close() {
-          // Forceful: a subscriber has nothing to flush, and a graceful close would
-          // wait for a server that may be gone. v5: destroy(); v4: disconnect().
-          try {
-            if (typeof dup.destroy === 'function') dup.destroy();
-            else if (typeof dup.disconnect === 'function') await dup.disconnect();
-            else if (typeof dup.quit === 'function') await dup.quit();
-          } catch {
-            // already closed, or never connected
-          }
-          await connected.catch(noop);
-        },
-      };
-    },
-  };
-}
-
-function adapterFor(client) {
-  if (client == null || (typeof client !== 'object' && typeof client !== 'function')) return undefined;
-  // node-redis spells it evalSha, ioredis evalsha; neither has the other's.
-  if (typeof client.evalSha === 'function' && typeof client.eval === 'function') return nodeRedisAdapter(client);
-  if (typeof client.evalsha === 'function' && typeof client.eval === 'function') return ioredisAdapter(client);
-  return undefined;
-}
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -508,10 +155,12 @@ class RedisLockStore {
   #dirty = false;
   #closed = false;
   // Grants: this store's own channel, subscribed from its first queueing acquire until
-  // close(), and the owners it has queued: owner -> { key, sentAt (performance.now()
-  // when the last acquire that queued it was sent) }, oldest try first.
+  // close(), and the owners it has queued: owner -> { key, channel, sentAt
+  // (performance.now() when the last acquire that queued it was sent) }, oldest try
+  // first; and the same owners by their key's release channel.
   #grantChannel;
   #queued = new Map();
+  #queuedOn = new Map();
   // Queued owners this store then answered with a lease: owner -> { fencingToken,
   // sentAt }, oldest first. A grant can reach this store after its owner's try found
   // the lease already handed to it and was answered with it; the engine then holds the
@@ -547,6 +196,10 @@ class RedisLockStore {
   #releaseSettingsListening;
   #releaseSettingsAtOnce;
   #lingerTimer = undefined;
+  // Stops watching the caller's client for its end (#clientEnded), while the subscriber
+  // connection is open; and whether that connection may keep the process alive.
+  #unwatchClient = noop;
+  #keepingAlive = false;
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
@@ -666,7 +319,11 @@ class RedisLockStore {
     const subscriber = this.#subscriber;
     const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
-      if (!queue) return undefined;
+      if (!queue) {
+        // A waiting try that does not queue (the last at its deadline) left the queue.
+        if (waits && this.#queued.size > 0) this.#forgetQueued(owner);
+        return undefined;
+      }
       // Queued for the subscriber connection this try was sent with: if that one is gone
       // (dropped, or the store closed) meanwhile, no grant can reach the owner.
       if (subscriber === this.#subscriber && !this.#closed) this.#rememberQueued(owner, key, sentAt);
@@ -675,7 +332,7 @@ class RedisLockStore {
     }
     const fencingToken = toToken(reply);
     // Only an owner this store queued can have been handed the lease by a release.
-    if (waits && this.#queued.delete(owner)) this.#remember(this.#answered, owner, { fencingToken, sentAt });
+    if (waits && this.#forgetQueued(owner) !== undefined) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
   }
 
@@ -909,7 +566,7 @@ class RedisLockStore {
     // counts from its try in flight, or asks again.
     let age;
     if (queued !== undefined && this.#leaseKey(queued.key) === lease) {
-      this.#queued.delete(owner);
+      this.#forgetQueued(owner);
       age = Math.max(0, performance.now() - queued.sentAt);
     }
     // Claimed by a waiter, or by the holder of this very lease (a duplicate). A grant
@@ -929,14 +586,12 @@ class RedisLockStore {
     this.#releaseUnclaimed(lease, owner);
   }
 
-  /** Releases a lease granted to `owner` that no waiter takes, so that it passes on. */
+  /**
+   * Releases a lease granted to `owner` that no waiter takes, so that it passes on: to
+   * the first queued owner at once, whatever it has waited (nobody here wants a turn).
+   */
   #releaseUnclaimed(lease, owner) {
-    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner)).then(
-      (reply) => {
-        if (Number(reply) === 2) this.#wakeLease(lease);
-      },
-      noop,
-    );
+    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, true)).catch(noop);
   }
 
   /**
@@ -946,7 +601,45 @@ class RedisLockStore {
    * and so is the oldest beyond MAX_QUEUED.
    */
   #rememberQueued(owner, key, sentAt) {
-    this.#remember(this.#queued, owner, { key, sentAt });
+    this.#forgetQueued(owner);
+    const channel = this.#channel(key);
+    let owners = this.#queuedOn.get(channel);
+    if (owners === undefined) {
+      owners = new Set();
+      this.#queuedOn.set(channel, owners);
+    }
+    owners.add(owner);
+    this.#queued.set(owner, { key, channel, sentAt });
+    for (const [oldest, old] of this.#queued) {
+      if (this.#queued.size <= MAX_QUEUED && sentAt - old.sentAt <= FORGET_QUEUED_MS) break;
+      this.#forgetQueued(oldest);
+    }
+  }
+
+  /** Forgets `owner` as queued through this store; its entry, if it had one. */
+  #forgetQueued(owner) {
+    const entry = this.#queued.get(owner);
+    if (entry === undefined) return undefined;
+    this.#queued.delete(owner);
+    const owners = this.#queuedOn.get(entry.channel);
+    if (owners !== undefined && owners.delete(owner) && owners.size === 0) this.#queuedOn.delete(entry.channel);
+    return entry;
+  }
+
+  /**
+   * Nobody waits through this store on the key of `channel` any more (its waiters gave
+   * up): the owners it queued for that key leave the Redis queue, so that the next
+   * release frees the key or hands it to a waiter that still waits, not to one that is
+   * gone. Sent as EVAL, in one command, ahead of anything sent next on this client (a
+   * release of the key included).
+   */
+  #leaveQueue(channel) {
+    const owners = this.#queuedOn.get(channel);
+    if (owners === undefined) return;
+    for (const owner of [...owners]) {
+      const { key } = this.#forgetQueued(owner);
+      this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
+    }
   }
 
   /** Sets `owners`' entry for `owner` last, and forgets the oldest as #rememberQueued says. */
@@ -982,6 +675,8 @@ class RedisLockStore {
     this.#subscribed.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = null;
+    this.#unwatchClient();
+    this.#unwatchClient = noop;
     if (subscriber !== null) await subscriber.close();
   }
 
@@ -993,6 +688,7 @@ class RedisLockStore {
   #leaveQueues() {
     for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     this.#queued.clear();
+    this.#queuedOn.clear();
   }
 
   /**
@@ -1004,11 +700,36 @@ class RedisLockStore {
   #dropSubscriber(subscriber) {
     if (subscriber !== this.#subscriber) return; // closed, or dropped already
     this.#subscriber = null;
+    this.#unwatchClient();
+    this.#unwatchClient = noop;
     this.#subscribed.clear();
     this.#idleSince.clear();
     this.#grantsListening = false;
     this.#leaveQueues();
     subscriber.close().catch(noop);
+  }
+
+  /**
+   * The subscriber connection keeps the process alive only while someone waits through
+   * this store (as the engine's timers do then): a process whose work is done exits
+   * without `close()`.
+   */
+  #keepAliveWhileWaited() {
+    const wanted = this.#listeners.size > 0;
+    if (this.#subscriber === null || wanted === this.#keepingAlive) return;
+    this.#keepingAlive = wanted;
+    this.#subscriber.keepAlive(wanted);
+  }
+
+  /**
+   * The caller's client ended (closed by its owner, or given up reconnecting): the
+   * subscriber connection goes with it, and the waiters on this store try at once,
+   * failing with the client's error (a LockStoreError) instead of waiting for their
+   * next poll. A new connection is opened only once the client is open again.
+   */
+  #clientEnded() {
+    if (this.#subscriber !== null) this.#dropSubscriber(this.#subscriber);
+    for (const channel of this.#listeners.channels()) this.#listeners.notify(channel);
   }
 
   /**
@@ -1018,6 +739,8 @@ class RedisLockStore {
    * many keys come and go while a pass waits on a server that does not answer.
    */
   #changedChannel(channel) {
+    if (!this.#listeners.has(channel) && this.#queuedOn.size > 0) this.#leaveQueue(channel);
+    this.#keepAliveWhileWaited();
     if (this.#listeners.has(channel) || this.#subscribed.has(channel)) this.#changed.add(channel);
     else this.#changed.delete(channel);
     this.#sync();
@@ -1101,7 +824,9 @@ class RedisLockStore {
       while (this.#dirty && !this.#closed) {
         this.#dirty = false;
         if (this.#subscriber === null) {
-          if (this.#listeners.size === 0 && !this.#grantsWanted) {
+          // Nothing to listen for; or the caller closed its client: no connection of the
+          // store's own outlives it (waiters poll, and their tries fail).
+          if ((this.#listeners.size === 0 && !this.#grantsWanted) || this.#redis.isEnded()) {
             this.#changed.clear();
             return;
           }
@@ -1118,6 +843,9 @@ class RedisLockStore {
             this.#changed.clear();
             return; // no subscriber: waiters poll
           }
+          this.#unwatchClient = this.#redis.onEnd(() => this.#clientEnded());
+          this.#keepingAlive = false; // opened without keeping the process alive
+          this.#keepAliveWhileWaited();
           // A new connection: every channel with listeners is to be subscribed.
           for (const c of this.#listeners.channels()) this.#changed.add(c);
         }

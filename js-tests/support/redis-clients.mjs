@@ -5,13 +5,29 @@
 
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 
 const noop = () => {};
 
 /** An ioredis client connected to 127.0.0.1:`port`. */
 export async function connectIoredis(port) {
   const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => 50 });
+  client.on('error', noop);
+  await client.connect();
+  return client;
+}
+
+/** An ioredis Cluster client on the cluster whose nodes are `nodes` ([{ host, port }]). */
+export async function connectIoredisCluster(nodes) {
+  const client = new Redis.Cluster(nodes, { lazyConnect: true });
+  client.on('error', noop);
+  await client.connect();
+  return client;
+}
+
+/** A node-redis cluster client on the cluster whose nodes are `nodes` ([{ host, port }]). */
+export async function connectNodeRedisCluster(nodes) {
+  const client = createCluster({ rootNodes: nodes.map((n) => ({ socket: n })) });
   client.on('error', noop);
   await client.connect();
   return client;
