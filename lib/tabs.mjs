@@ -126,9 +126,8 @@ export class TabLockStore {
     this.#checkOpen();
     const queue = options?.queue === true;
     const lease = this.#live(key);
-    if (lease !== undefined) {
-      // A lease granted to this owner while it was queued, answered again: counted from this try.
-      if (lease.owner !== owner || !lease.granted) return undefined;
+    if (lease?.owner === owner && lease.granted) {
+      // A lease granted to this owner while it was queued, asked again: counted from this try.
       this.#extend(lease, ttlMs);
       return { fencingToken: lease.token };
     }
@@ -136,6 +135,11 @@ export class TabLockStore {
     if (waiter !== undefined) {
       if (queue) return undefined;
       this.#leaveQueue(key, waiter);
+    }
+    if (lease !== undefined) {
+      // Held in this tab: the owner queues behind it like any other.
+      if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs);
+      return undefined;
     }
     const taken = await this.#request(key, owner, ttlMs, { ifAvailable: true });
     if (taken !== undefined) return { fencingToken: taken.token };
