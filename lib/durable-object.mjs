@@ -22,31 +22,13 @@
  *   first waiter when it runs out.
  */
 import { DurableObject } from 'cloudflare:workers';
+import { GrantListeners, checkOptions, checkString, checkTtl, describe } from './store-support.mjs';
 
 const LEASE = 'lease';
 const LAST_TOKEN = 'lastToken';
 /** A queued owner that has not asked again for this long has left (its engine asks at least every second). */
 const QUEUE_ENTRY_MS = 3_000;
 const STORE_OPTIONS = ['namespace', 'prefix'];
-
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'function') return 'a function';
-  return typeof value === 'symbol' ? 'a symbol' : String(value);
-}
-
-function checkString(name, value) {
-  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-}
-
-function checkTtl(ttlMs) {
-  if (typeof ttlMs !== 'number' || !(ttlMs > 0) || ttlMs === Infinity) {
-    throw new RangeError(`ttlMs must be a positive, finite number of milliseconds, got ${describe(ttlMs)}`);
-  }
-}
 
 /**
  * The lease of one key. Export it from your Worker and bind it as a Durable Object
@@ -221,20 +203,12 @@ export class LockDurableObject extends DurableObject {
 export class DurableObjectLockStore {
   #namespace;
   #prefix;
-  /** `subscribe` listeners: key -> set of functions. */
-  #listeners = new Map();
+  #listeners = new GrantListeners();
   /** Owners this store queued, with an open `wait`: owner -> { key, sentAt }. */
   #queued = new Map();
 
   constructor(options) {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new TypeError(`DurableObjectLockStore options must be an object with a namespace, got ${describe(options)}`);
-    }
-    for (const name of Object.keys(options)) {
-      if (!STORE_OPTIONS.includes(name)) {
-        throw new TypeError(`DurableObjectLockStore has no option ${describe(name)}; its options are ${STORE_OPTIONS.join(', ')}`);
-      }
-    }
+    checkOptions(options, STORE_OPTIONS, 'DurableObjectLockStore');
     const { namespace, prefix = 'leasehold' } = options;
     if (typeof namespace?.idFromName !== 'function' || typeof namespace?.get !== 'function') {
       throw new TypeError(
@@ -292,16 +266,7 @@ export class DurableObjectLockStore {
    * removes the listener (idempotent).
    */
   subscribe(key, onReleased) {
-    checkString('key', key);
-    if (typeof onReleased !== 'function') throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
-    let set = this.#listeners.get(key);
-    if (set === undefined) this.#listeners.set(key, (set = new Set()));
-    const entry = (grant) => onReleased(grant);
-    set.add(entry);
-    return () => {
-      const current = this.#listeners.get(key);
-      if (current?.delete(entry) && current.size === 0) this.#listeners.delete(key);
-    };
+    return this.#listeners.add(key, onReleased);
   }
 
   // A stub is an I/O object of the request that made it: one per call, never kept.
@@ -323,23 +288,12 @@ export class DurableObjectLockStore {
           if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
           if (!grant) return;
           const offered = { owner, fencingToken: grant.fencingToken, age: Math.max(0, Date.now() - sentAt) };
-          if (!this.#offer(key, offered)) this.#stub(key).release(owner).catch(() => {});
+          if (!this.#listeners.offer(key, offered)) this.#stub(key).release(owner).catch(() => {});
         },
         () => {
           // The object went away (evicted, redeployed): the waiter's next poll queues it again.
           if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
         },
       );
-  }
-
-  #offer(key, grant) {
-    for (const listener of [...(this.#listeners.get(key) ?? [])]) {
-      try {
-        if (listener(grant) === true) return true;
-      } catch {
-        // A listener's failure is its own; the others are still offered the grant.
-      }
-    }
-    return false;
   }
 }

@@ -31,31 +31,11 @@
  *   holder).
  */
 
+import { GrantListeners, checkOptions, checkString, checkTtl, describe } from './store-support.mjs';
+
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
 const LAST_TOKEN = 'last';
-
-/** A value as an error message shows it. */
-function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'function') return 'a function';
-  return typeof value === 'symbol' ? 'a symbol' : String(value);
-}
-
-function checkString(name, value) {
-  if (typeof value !== 'string' || value === '') {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-}
-
-function checkTtl(ttlMs) {
-  if (typeof ttlMs !== 'number' || !(ttlMs > 0) || ttlMs === Infinity) {
-    throw new RangeError(`ttlMs must be a positive, finite number of milliseconds, got ${describe(ttlMs)}`);
-  }
-}
 
 const now = () => performance.now();
 
@@ -64,8 +44,7 @@ export class TabLockStore {
   #leases = new Map();
   /** Owners of this tab or worker queued in the browser's Web Lock queue: key -> owner -> waiter. */
   #waiters = new Map();
-  /** `subscribe` listeners: key -> set of functions. */
-  #listeners = new Map();
+  #listeners = new GrantListeners();
   #locks;
   #indexedDB;
   #prefix;
@@ -81,14 +60,7 @@ export class TabLockStore {
    * same prefix exclude each other; give them the same database too.
    */
   constructor(options = {}) {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw new TypeError(`TabLockStore options must be an object, got ${describe(options)}`);
-    }
-    for (const name of Object.keys(options)) {
-      if (!OPTIONS.includes(name)) {
-        throw new TypeError(`TabLockStore has no option ${describe(name)}; its options are ${OPTIONS.join(', ')}`);
-      }
-    }
+    checkOptions(options, OPTIONS, 'TabLockStore');
     const { prefix = 'leasehold', database = 'leasehold' } = options;
     checkString('prefix', prefix);
     checkString('database', database);
@@ -180,16 +152,7 @@ export class TabLockStore {
    * removes the listener (idempotent).
    */
   subscribe(key, onReleased) {
-    checkString('key', key);
-    if (typeof onReleased !== 'function') throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
-    let set = this.#listeners.get(key);
-    if (set === undefined) this.#listeners.set(key, (set = new Set()));
-    const entry = (grant) => onReleased(grant);
-    set.add(entry);
-    return () => {
-      const current = this.#listeners.get(key);
-      if (current?.delete(entry) && current.size === 0) this.#listeners.delete(key);
-    };
+    return this.#listeners.add(key, onReleased);
   }
 
   /** Whether any tab or worker of the origin holds the lease on `key` (advisory). */
@@ -347,14 +310,7 @@ export class TabLockStore {
   #offer(lease) {
     lease.granted = true;
     const grant = { owner: lease.owner, fencingToken: lease.token, age: Math.max(0, now() - lease.grantedAt) };
-    for (const listener of [...(this.#listeners.get(lease.key) ?? [])]) {
-      try {
-        if (listener(grant) === true) return true;
-      } catch {
-        // A listener's failure is its own; the others are still offered the grant.
-      }
-    }
-    return false;
+    return this.#listeners.offer(lease.key, grant);
   }
 
   #leaveQueue(key, waiter) {
