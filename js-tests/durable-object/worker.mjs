@@ -1,7 +1,7 @@
 // The Worker of js-tests/durable-object-store.test.mjs, run by miniflare: requests lock
 // keys through DurableObjectLockStore, and report what they saw. Isolate-wide counters
 // find overlaps (miniflare runs one isolate; the Durable Object is what coordinates).
-import { ResiliencePipelineBuilder, getLockToken, acquireLock, MemoryLockStore } from '../../lib/workerd.mjs';
+import { ResiliencePipelineBuilder, getLockToken, acquireLock, withLock, MemoryLockStore, FakeTimeProvider } from '../../lib/workerd.mjs';
 import { DurableObjectLockStore, LockDurableObject } from '../../lib/durable-object.mjs';
 
 export { LockDurableObject };
@@ -64,6 +64,10 @@ export default {
           memoryWait: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: '1s' })),
           explicitMemoryWait: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: 5, store: new MemoryLockStore() })),
           memoryFailFast: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: '0ms' })),
+          fakeClockWait: attempt(() => new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'm', wait: '1s' })),
+          withLockWait: await Promise.resolve()
+            .then(() => withLock({ key: 'm', wait: '1s' }, () => 'ran'))
+            .then((v) => `no error: ${v}`, (e) => `${e.name}: ${e.message}`),
           acquireLockWait: await acquireLock(new MemoryLockStore(), 'm', 1000, { wait: 10 }).then(() => 'no error', (e) => `${e.name}: ${e.message}`),
           badNamespace: attempt(() => new DurableObjectLockStore({ namespace: {} })),
           badOption: attempt(() => new DurableObjectLockStore({ namespace: env.LOCKS, prefx: 'x' })),
