@@ -131,6 +131,9 @@ function createApi(binding, options) {
   const engineName = options.engine;
   const AsyncLocalStorage = options.AsyncLocalStorage;
   const ambient = AsyncLocalStorage ? new AsyncLocalStorage() : undefined;
+  // Where a wait on an in-process store cannot be served (workerd: see lib/workerd.mjs),
+  // the reason: a lock that would wait on the system clock's memory store throws it at once.
+  const memoryWaitRefused = options.memoryWaitRefused;
   // Without AsyncLocalStorage (browsers), the ambient context is the one whose callback
   // is running synchronously right now.
   let syncContext;
@@ -1140,6 +1143,12 @@ function createApi(binding, options) {
   const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
   const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS];
 
+  function refuseMemoryWait(waitMs, store, host) {
+    if (memoryWaitRefused !== undefined && waitMs > 0 && store instanceof MemoryLockStore && host === systemHost.instance) {
+      throw new TypeError(memoryWaitRefused);
+    }
+  }
+
   function normaliseLock(options, host) {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
@@ -1170,6 +1179,7 @@ function createApi(binding, options) {
       }
       target = store;
     }
+    refuseMemoryWait(waitMs, target, host);
     const { kind, id } = host.registerStore(target);
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
@@ -1569,6 +1579,7 @@ function createApi(binding, options) {
       if (memory && timeProvider !== undefined && hostOf(timeProvider, 'timeProvider') !== host) {
         throw new TypeError("timeProvider must be the MemoryLockStore's own time provider (or left out): its leases run on the store's clock");
       }
+      refuseMemoryWait(waitMs, store, host);
       if (host.dead) throw host.dead;
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);

@@ -6,8 +6,11 @@ import { WasmEngine, checkDuration, keepPanics, takePanic } from '../dist/wasm/w
 
 export { default as init, initSync } from '../dist/wasm/web/leasehold_wasm.js';
 
-/** The API on the wasm engine; `AsyncLocalStorage` where the runtime has one. */
-export function createWasmApi(AsyncLocalStorage) {
+/**
+ * The API on the wasm engine; `AsyncLocalStorage` where the runtime has one;
+ * `memoryWaitRefused`: why this runtime cannot wait on an in-process store (workerd).
+ */
+export function createWasmApi(AsyncLocalStorage, memoryWaitRefused) {
   keepPanics();
-  return createApi({ Engine: WasmEngine, checkDuration, takePanic }, { engine: 'wasm', AsyncLocalStorage });
+  return createApi({ Engine: WasmEngine, checkDuration, takePanic }, { engine: 'wasm', AsyncLocalStorage, memoryWaitRefused });
 }

@@ -10,7 +10,15 @@ import wasmModule from '../dist/wasm/web/leasehold_wasm_bg.wasm';
 import { createWasmApi, initSync } from './wasm-api.mjs';
 
 initSync({ module: wasmModule });
-const api = createWasmApi(AsyncLocalStorage);
+// workerd cancels a request that waits for a promise only another request's I/O can
+// resolve, and runs a callback in the request whose release granted it: a wait on the
+// isolate's memory store cannot be served across requests. It fails at once instead.
+const MEMORY_WAIT_REFUSED =
+  'wait must be 0 on a MemoryLockStore in workerd: a request waiting for a lock that another request ' +
+  'holds would be cancelled by workerd as hung (one request cannot resolve a promise another waits on). ' +
+  'Use wait: 0 and answer 409 or retry on LockNotAcquiredError, or DurableObjectLockStore from ' +
+  "'leasehold/durable-object', which waits through a Durable Object";
+const api = createWasmApi(AsyncLocalStorage, MEMORY_WAIT_REFUSED);
 
 export const {
   engine,

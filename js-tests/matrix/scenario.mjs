@@ -80,11 +80,15 @@ const checks = {
     return `engine ${api.engine}, ${names.length} exports`;
   },
 
-  /** 20 concurrent executions on one key never overlap, and their tokens strictly increase. */
-  async exclusion(api) {
+  /**
+   * 20 concurrent executions on one key never overlap, and their tokens strictly increase.
+   * They wait on `prepared.waitStore` where the harness gives one (workerd), else on the default store.
+   */
+  async exclusion(api, config, prepared) {
     const { ResiliencePipelineBuilder, getLockToken } = api;
     const key = `matrix-exclusion-${Math.random()}`;
-    const pipeline = new ResiliencePipelineBuilder().addLock({ key, ttl: '10s', wait: '20s' }).build();
+    const store = prepared?.waitStore;
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key, ttl: '10s', wait: '20s', store }).build();
     let holders = 0;
     let maxHolders = 0;
     const tokens = [];
@@ -106,7 +110,7 @@ const checks = {
     for (let i = 1; i < tokens.length; i++) {
       check(Number.isSafeInteger(tokens[i]) && tokens[i] > tokens[i - 1], `tokens not increasing: ${tokens.join(',')}`);
     }
-    return `20 runs, max 1 holder, tokens ${tokens[0]}..${tokens[19]}`;
+    return `20 runs${store ? ` on ${store.constructor.name}` : ''}, max 1 holder, tokens ${tokens[0]}..${tokens[19]}`;
   },
 
   /** A pipeline built at module load works in the handler. */

@@ -1,0 +1,104 @@
+// DurableObjectLockStore and LockDurableObject (`leasehold/durable-object`) in workerd,
+// through miniflare: requests of a Worker (js-tests/durable-object/worker.mjs) lock keys
+// through a Durable Object. A request waits for a lock another request holds, which the
+// isolate's memory store cannot serve in workerd (refused at once, tested here too).
+//
+// workerd runs the wasm engine only: these tests run in the wasm pass of the suite.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+let Miniflare;
+try {
+  ({ Miniflare } = await import('miniflare'));
+} catch {
+  Miniflare = undefined;
+}
+const skip =
+  process.env.LEASEHOLD_ENGINE === 'native'
+    ? 'workerd runs the wasm engine only: these tests run in the wasm pass'
+    : !Miniflare
+      ? 'miniflare is not installed'
+      : !existsSync(path.join(root, 'dist/wasm/web/leasehold_wasm_bg.wasm'))
+        ? 'the wasm engine is not built (npm run build)'
+        : false;
+
+let mf;
+before(async () => {
+  if (skip) return;
+  mf = new Miniflare({
+    modules: true,
+    scriptPath: path.join(root, 'js-tests/durable-object/worker.mjs'),
+    modulesRoot: root,
+    modulesRules: [
+      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
+      { type: 'CompiledWasm', include: ['**/*.wasm'] },
+    ],
+    compatibilityDate: '2025-09-01',
+    compatibilityFlags: ['nodejs_compat'],
+    durableObjects: { LOCKS: 'LockDurableObject' },
+  });
+  await mf.ready;
+});
+after(async () => {
+  await mf?.dispose();
+});
+
+async function get(pathAndQuery) {
+  const response = await mf.dispatchFetch(`http://worker.test${pathAndQuery}`);
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
+  return JSON.parse(text);
+}
+
+test('a request waits for the lock another request holds, and gets a larger token', { skip, timeout: 30_000 }, async () => {
+  const first = get('/run?key=handover&hold=400&name=a');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const failFast = await get('/run?key=handover&name=c');
+  const second = await get('/run?key=handover&hold=10&wait=10s&name=b');
+  const a = await first;
+  assert.equal(failFast.error, 'LOCK_NOT_ACQUIRED', 'a fail-fast request meanwhile is rejected');
+  assert.ok(Number.isSafeInteger(a.token), JSON.stringify(a));
+  assert.ok(second.token > a.token, `the waiter's token ${second.token} > ${a.token}`);
+  assert.ok(second.endedAt >= a.endedAt, 'the waiter ran after the holder');
+  assert.deepEqual(await get('/locked?key=handover'), { locked: false, ttl: null });
+});
+
+test('eight concurrent requests on one key: no overlap, tokens increase in grant order', { skip, timeout: 30_000 }, async () => {
+  const results = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => get(`/run?key=contended&hold=20&wait=20s&name=r${i}`)),
+  );
+  for (const r of results) assert.ok(Number.isSafeInteger(r.token), JSON.stringify(r));
+  const seen = await get('/seen');
+  const tokens = seen.grants.filter((g) => g.key === 'contended').map((g) => g.token);
+  assert.equal(seen.overlaps, 0);
+  assert.equal(tokens.length, 8);
+  for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens in grant order: ${tokens.join(', ')}`);
+});
+
+test('a lease whose request ended without releasing expires; the waiter then takes the key', { skip, timeout: 30_000 }, async () => {
+  const stale = await get('/lease?key=expiring&ttl=300');
+  assert.ok(Number.isSafeInteger(stale.token));
+  const locked = await get('/locked?key=expiring');
+  assert.equal(locked.locked, true);
+  assert.ok(locked.ttl > 0 && locked.ttl <= 300, `ttl ${locked.ttl}`);
+  const next = await get('/run?key=expiring&wait=10s&name=next');
+  assert.ok(next.token > stale.token, `${next.token} > ${stale.token}`);
+  assert.deepEqual(await get(`/renew?key=expiring&owner=${encodeURIComponent(stale.owner)}`), { renewed: false }, 'the stale owner cannot renew');
+});
+
+test('in workerd a wait on the memory store is refused at once, saying why and what to use', { skip, timeout: 30_000 }, async () => {
+  const refusals = await get('/refusals');
+  const why = /^TypeError: wait must be 0 on a MemoryLockStore in workerd: .*cancelled by workerd as hung.*DurableObjectLockStore/;
+  assert.match(refusals.memoryWait, why);
+  assert.match(refusals.explicitMemoryWait, why);
+  assert.match(refusals.acquireLockWait, why);
+  assert.match(refusals.withLockWait, why);
+  assert.equal(refusals.memoryFailFast, 'no error');
+  assert.equal(refusals.fakeClockWait, 'no error', 'a fake clock runs within one request: its waits are kept');
+  assert.match(refusals.badNamespace, /^TypeError: namespace must be a Durable Object namespace binding/);
+  assert.match(refusals.badOption, /^TypeError: DurableObjectLockStore has no option "prefx"; its options are namespace, prefix/);
+});

@@ -1,0 +1,79 @@
+// The Worker of js-tests/durable-object-store.test.mjs, run by miniflare: requests lock
+// keys through DurableObjectLockStore, and report what they saw. Isolate-wide counters
+// find overlaps (miniflare runs one isolate; the Durable Object is what coordinates).
+import { ResiliencePipelineBuilder, getLockToken, acquireLock, withLock, MemoryLockStore, FakeTimeProvider } from '../../lib/workerd.mjs';
+import { DurableObjectLockStore, LockDurableObject } from '../../lib/durable-object.mjs';
+
+export { LockDurableObject };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const holders = new Map(); // key -> holders now
+const seen = { overlaps: 0, grants: [] };
+
+async function run(store, params) {
+  const key = params.get('key');
+  const pipeline = new ResiliencePipelineBuilder()
+    .addLock({ key, store, ttl: params.get('ttl') ?? '10s', wait: params.get('wait') ?? 0 })
+    .build();
+  try {
+    const token = await pipeline.execute(async (context) => {
+      const token = getLockToken(context);
+      holders.set(key, (holders.get(key) ?? 0) + 1);
+      if (holders.get(key) > 1) seen.overlaps += 1;
+      seen.grants.push({ key, token, name: params.get('name') });
+      await sleep(Number(params.get('hold') ?? 0));
+      holders.set(key, holders.get(key) - 1);
+      return token;
+    });
+    return { token, endedAt: Date.now() };
+  } catch (error) {
+    return { error: error.code ?? String(error) };
+  }
+}
+
+function attempt(fn) {
+  try {
+    fn();
+    return 'no error';
+  } catch (error) {
+    return `${error.name}: ${error.message}`;
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const params = url.searchParams;
+    const store = new DurableObjectLockStore({ namespace: env.LOCKS });
+    switch (url.pathname) {
+      case '/run':
+        return Response.json(await run(store, params));
+      case '/seen':
+        return Response.json(seen);
+      case '/lease': {
+        // A lease taken and never released: the request ends while it is live.
+        const lease = await acquireLock(store, params.get('key'), Number(params.get('ttl')));
+        return Response.json({ token: lease?.fencingToken, owner: lease?.owner });
+      }
+      case '/renew':
+        return Response.json({ renewed: await store.renew(params.get('key'), params.get('owner'), 1000) });
+      case '/locked':
+        return Response.json({ locked: await store.isLocked(params.get('key')), ttl: (await store.ttl(params.get('key'))) ?? null });
+      case '/refusals':
+        return Response.json({
+          memoryWait: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: '1s' })),
+          explicitMemoryWait: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: 5, store: new MemoryLockStore() })),
+          memoryFailFast: attempt(() => new ResiliencePipelineBuilder().addLock({ key: 'm', wait: '0ms' })),
+          fakeClockWait: attempt(() => new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key: 'm', wait: '1s' })),
+          withLockWait: await Promise.resolve()
+            .then(() => withLock({ key: 'm', wait: '1s' }, () => 'ran'))
+            .then((v) => `no error: ${v}`, (e) => `${e.name}: ${e.message}`),
+          acquireLockWait: await acquireLock(new MemoryLockStore(), 'm', 1000, { wait: 10 }).then(() => 'no error', (e) => `${e.name}: ${e.message}`),
+          badNamespace: attempt(() => new DurableObjectLockStore({ namespace: {} })),
+          badOption: attempt(() => new DurableObjectLockStore({ namespace: env.LOCKS, prefx: 'x' })),
+        });
+      default:
+        return new Response('not found', { status: 404 });
+    }
+  },
+};

@@ -1,0 +1,202 @@
+// TabLockStore (`leasehold/tabs`) in headless Chromium: pages of one origin and a
+// dedicated worker contend for one key through navigator.locks, with fencing tokens
+// from IndexedDB. The pages (js-tests/tabs/) run the wasm engine from lib/browser.mjs,
+// served from 127.0.0.1, and report to a fenced resource in IndexedDB that counts
+// overlaps and refuses stale tokens.
+//
+// The browser only has the wasm engine: these tests run in the wasm pass of the suite.
+import assert from 'node:assert/strict';
+import { existsSync, createReadStream } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { after, before, beforeEach, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { CHROMIUM_ARGS } from './support/chromium.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const require = createRequire(import.meta.url);
+let playwright;
+try {
+  playwright = require('playwright-core');
+} catch {
+  playwright = undefined;
+}
+
+const skip =
+  process.env.LEASEHOLD_ENGINE === 'native'
+    ? 'browsers run the wasm engine only: these tests run in the wasm pass'
+    : !playwright
+      ? 'playwright-core is not installed'
+      : !existsSync(CHROMIUM)
+        ? `${CHROMIUM} is not installed (npm run setup installs it)`
+        : !existsSync(path.join(root, 'dist/wasm/web/leasehold_wasm_bg.wasm'))
+          ? 'the wasm engine is not built (npm run build)'
+          : false;
+
+test('TabLockStore outside a browser is a TypeError that says what it needs', async () => {
+  const { TabLockStore } = await import('leasehold/tabs');
+  assert.throws(() => new TabLockStore(), (error) => error instanceof TypeError && /navigator\.locks/.test(error.message));
+  assert.throws(() => new TabLockStore({ prefx: 'x' }), /TabLockStore has no option "prefx"; its options are prefix, database/);
+  assert.throws(() => new TabLockStore({ prefix: '' }), /prefix must be a non-empty string, got ""/);
+  assert.throws(() => new TabLockStore('x'), /options must be an object, got "x"/);
+});
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm' };
+const SERVED = ['lib/', 'dist/', 'js-tests/tabs/'];
+
+function serve() {
+  const server = http.createServer((req, res) => {
+    const rel = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname).replace(/^\/+/, '');
+    const file = path.resolve(root, rel);
+    if (!SERVED.some((dir) => rel.startsWith(dir)) || !file.startsWith(root) || !existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+let server;
+let browser;
+let context;
+let pageUrl;
+const problems = [];
+
+before(async () => {
+  if (skip) return;
+  server = await serve();
+  pageUrl = `http://127.0.0.1:${server.address().port}/js-tests/tabs/page.html`;
+  browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+// Each test gets a fresh browser context: its own origin storage and lock manager.
+beforeEach(async () => {
+  if (skip) return;
+  await context?.close();
+  context = await browser.newContext();
+  problems.length = 0;
+});
+
+async function openPage() {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  await page.goto(pageUrl);
+  await page.waitForFunction(() => window.ready === true, undefined, { timeout: 15_000 });
+  return page;
+}
+
+/** Calls contender.mjs's `method` in `page` (or, with `inWorker`, in its dedicated worker). */
+function call(page, method, args = {}, inWorker = false) {
+  return page.evaluate(
+    ([m, a, w]) => (w ? window.worker(m, a) : window.contender[m](a)),
+    [method, args, inWorker],
+  );
+}
+
+/** Resolves once the origin's Web Lock queue holds `count` waiting requests. */
+async function pendingReaches(page, count) {
+  await page.waitForFunction((n) => navigator.locks.query().then((q) => q.pending.length === n), count, { timeout: 15_000 });
+}
+
+function assertIncreasing(tokens, what) {
+  for (let i = 1; i < tokens.length; i++) {
+    assert.ok(Number.isSafeInteger(tokens[i]) && tokens[i] > tokens[i - 1], `${what}: ${tokens.join(', ')}`);
+  }
+}
+
+test('three pages and a dedicated worker loop on one key: no overlap, tokens increase in grant order', { skip, timeout: 60_000 }, async () => {
+  const pages = [await openPage(), await openPage(), await openPage()];
+  const key = 'contended';
+  const count = 6;
+  const runs = [
+    ...pages.map((page, i) => call(page, 'loop', { key, name: `page${i}`, count, holdMs: 5 })),
+    // A second loop in the first page: waiters of one page and of others at once.
+    call(pages[0], 'loop', { key, name: 'page0b', count, holdMs: 5 }),
+    call(pages[0], 'loop', { key, name: 'worker', count, holdMs: 5 }, true),
+  ];
+  const tokensByContender = await Promise.all(runs);
+  const state = await call(pages[1], 'readResource');
+  assert.deepEqual(problems, []);
+  assert.equal(state.overlaps, 0, 'no two holders at once');
+  assert.equal(state.log.length, runs.length * count);
+  assertIncreasing(
+    state.log.map((entry) => entry.token),
+    'tokens in grant order',
+  );
+  for (const tokens of tokensByContender) assertIncreasing(tokens, 'each contender\'s tokens');
+  // Every contender had turns while the others waited (a worker too).
+  assert.deepEqual(new Set(state.log.map((entry) => entry.name)), new Set(['page0', 'page0b', 'page1', 'page2', 'worker']));
+});
+
+test('waiters in three pages and a worker are served in the order they queued; fail fast elsewhere', { skip, timeout: 60_000 }, async () => {
+  const [a, b, c, d] = [await openPage(), await openPage(), await openPage(), await openPage()];
+  const key = 'fifo';
+  const first = await call(a, 'hold', { key, name: 'a' });
+  assert.equal(await call(d, 'isLocked', key), true);
+  assert.equal(await call(d, 'tryOnce', { key }), 'rejected', 'a fail-fast try in another page is rejected');
+  await call(b, 'start', { key, name: 'b', wait: '30s' });
+  await pendingReaches(a, 1);
+  await call(d, 'start', { key, name: 'worker', wait: '30s' }, true);
+  await pendingReaches(a, 2);
+  await call(c, 'start', { key, name: 'c', wait: '30s' });
+  await pendingReaches(a, 3);
+  await call(a, 'letGo', 'a');
+  await Promise.all([
+    b.evaluate(() => window.contender.finished('b')),
+    c.evaluate(() => window.contender.finished('c')),
+    d.evaluate(() => window.worker('finished', 'worker')),
+  ]);
+  const state = await call(a, 'readResource');
+  assert.deepEqual(problems, []);
+  assert.equal(state.overlaps, 0);
+  assert.deepEqual(state.log.map((entry) => entry.name), ['a', 'b', 'worker', 'c'], 'arrival order');
+  assert.equal(state.log[0].token, first);
+  assertIncreasing(state.log.map((entry) => entry.token), 'tokens in grant order');
+  assert.equal(await call(d, 'isLocked', key), false, 'free after the last release');
+  assert.equal(typeof (await call(d, 'tryOnce', { key })), 'number', 'and a fail-fast try takes it');
+});
+
+test('a page closed while holding frees the key for the next waiter, with a larger token', { skip, timeout: 60_000 }, async () => {
+  const [a, b] = [await openPage(), await openPage()];
+  const key = 'closed';
+  const first = await call(a, 'hold', { key, name: 'a', ttl: '1m' });
+  await call(b, 'start', { key, name: 'b', wait: '30s' });
+  await pendingReaches(b, 1);
+  await a.close();
+  const second = await b.evaluate(() => window.contender.finished('b'));
+  assert.ok(second > first, `the next holder's token ${second} > ${first}`);
+  assert.deepEqual(problems, []);
+});
+
+test('a holder that sleeps past its ttl loses the key; its late write with the old token is refused', { skip, timeout: 60_000 }, async () => {
+  const [a, b] = [await openPage(), await openPage()];
+  const key = 'sleeper';
+  const stale = await call(a, 'sleeper', { key, name: 'a', ttl: 1_000, sleepMs: 2_500 });
+  await call(b, 'start', { key, name: 'b', wait: '30s' });
+  await pendingReaches(b, 1);
+  // Woken, it falls asleep at once: no timer runs, so nothing renews its lease.
+  const outcome = await a.evaluate(() => window.contender.letGo('a'));
+  const fresh = await b.evaluate(() => window.contender.finished('b'));
+  const state = await call(b, 'readResource');
+  assert.ok(fresh > stale, `the new holder's token ${fresh} > the sleeper's ${stale}`);
+  assert.equal(outcome.token, stale);
+  assert.equal(outcome.lost, 'LOCK_LOST', 'the sleeper\'s signal was aborted with LockLostError');
+  assert.equal(outcome.accepted, false, 'the sleeper\'s write was refused');
+  assert.deepEqual(
+    state.writes.map(({ name, accepted }) => [name, accepted]),
+    [
+      ['b', true],
+      ['a', false],
+    ],
+  );
+  assert.deepEqual(problems, []);
+});

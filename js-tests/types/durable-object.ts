@@ -1,0 +1,17 @@
+// Type test for `leasehold/durable-object`: compiled with `tsc --noEmit` (npm test), never run.
+import { ResiliencePipelineBuilder, type LockStore } from 'leasehold';
+import { DurableObjectLockStore, LockDurableObject } from 'leasehold/durable-object';
+
+export { LockDurableObject };
+
+interface Env {
+  LOCKS: { idFromName(name: string): unknown; get(id: unknown): unknown };
+}
+
+export async function handle(env: Env): Promise<number | undefined> {
+  const store: LockStore = new DurableObjectLockStore({ namespace: env.LOCKS, prefix: 'app' });
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key: 'job', store, wait: '10s' }).build();
+  // @ts-expect-error the namespace is required
+  new DurableObjectLockStore({});
+  return pipeline.execute((context) => context.properties.size);
+}

@@ -1,0 +1,71 @@
+/**
+ * What the ES-module stores (`leasehold/tabs`, `leasehold/durable-object`) share: argument
+ * checks with the messages the rest of the package uses, and the listeners a store that
+ * grants on release offers its grants to. Plain ECMAScript: it loads in browsers, workers
+ * and workerd without a bundler (the CommonJS helpers in lib/*.cjs do not).
+ */
+
+/** A value as an error message shows it (as lib/describe.cjs does, shorter). */
+export function describe(value) {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'function') return 'a function';
+  return typeof value === 'symbol' ? 'a symbol' : String(value);
+}
+
+export function checkString(name, value) {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
+}
+
+export function checkTtl(ttlMs) {
+  if (typeof ttlMs !== 'number' || !(ttlMs > 0) || ttlMs === Infinity) {
+    throw new RangeError(`ttlMs must be a positive, finite number of milliseconds, got ${describe(ttlMs)}`);
+  }
+}
+
+/** A constructor's options: an object whose every name is one of `known`. */
+export function checkOptions(options, known, what) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${what} options must be an object, got ${describe(options)}`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw new TypeError(`${what} has no option ${describe(name)}; its options are ${known.join(', ')}`);
+  }
+}
+
+/** The `subscribe` listeners of a store that grants on release, per key. */
+export class GrantListeners {
+  #byKey = new Map();
+
+  /** Adds `onReleased` for `key`; returns a function that removes it (idempotent). */
+  add(key, onReleased) {
+    checkString('key', key);
+    if (typeof onReleased !== 'function') throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
+    let entries = this.#byKey.get(key);
+    if (entries === undefined) this.#byKey.set(key, (entries = new Set()));
+    const entry = { onReleased };
+    entries.add(entry);
+    return () => {
+      const current = this.#byKey.get(key);
+      if (current?.delete(entry) && current.size === 0) this.#byKey.delete(key);
+    };
+  }
+
+  /**
+   * Offers `grant` (`{ owner, fencingToken, age }`) to the listeners of `key`, one at a
+   * time, until one claims it (returns true). Returns whether one did; a listener that
+   * throws does not claim, and the others are still asked.
+   */
+  offer(key, grant) {
+    for (const entry of [...(this.#byKey.get(key) ?? [])]) {
+      try {
+        if (entry.onReleased(grant) === true) return true;
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+    return false;
+  }
+}
