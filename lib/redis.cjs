@@ -500,8 +500,9 @@ class RedisLockStore {
    * a message can be lost (reconnects, a subscriber connection that cannot be opened);
    * callers keep polling with a backoff and treat the call as a hint to retry early.
    * Expiry is not announced. One subscriber connection (`client.duplicate()`) is
-   * opened per store on first use and closed by `close()`; channels are reference
-   * counted. Never throws for Redis reasons and never lets a subscriber error crash
+   * opened per store on first use and closed by `close()` or with the client (see
+   * `#clientEnded`); it keeps the process alive only while someone waits. Channels are
+   * reference counted. Never throws for Redis reasons and never lets a subscriber error crash
    * the process; a listener that throws is ignored. Throws TypeError for bad
    * arguments. After `close()` it returns a no-op.
    */
