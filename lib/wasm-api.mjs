@@ -1,13 +1,18 @@
-// What the wasm ES module entries (browser, workerd, Deno) share: the wasm-bindgen `web`
-// glue and the host, generated from lib/host.cjs by scripts/build-wasm.sh. Each entry
-// instantiates the module its own way, then builds the API here.
+// The API on a wasm module instantiated at import, synchronously, for the entries whose
+// runtime allows it (workerd hands over a compiled module, Deno reads the bytes): the
+// wasm-bindgen `web` glue and the host, generated from lib/host.cjs by
+// scripts/build-wasm.sh. `init()` has nothing left to do there; it checks its options.
 import { createApi } from '../dist/wasm/host.mjs';
-import { WasmEngine, checkDuration, keepPanics, takePanic } from '../dist/wasm/web/leasehold_wasm.js';
+import { checkInitOptions } from '../dist/wasm/init-options.mjs';
+import { WasmEngine, checkDuration, initSync, keepPanics, takePanic } from '../dist/wasm/leasehold_wasm.mjs';
 
-export { default as init, initSync } from '../dist/wasm/web/leasehold_wasm.js';
-
-/** The API on the wasm engine; `AsyncLocalStorage` where the runtime has one. */
-export function createWasmApi(AsyncLocalStorage) {
+/** `module`: a `WebAssembly.Module` or the module's bytes. */
+export function createLoadedApi(module, AsyncLocalStorage) {
+  initSync({ module });
   keepPanics();
-  return createApi({ Engine: WasmEngine, checkDuration, takePanic }, { engine: 'wasm', AsyncLocalStorage });
+  const api = createApi({ Engine: WasmEngine, checkDuration, takePanic }, { engine: 'wasm', AsyncLocalStorage });
+  api.init = async function init(options) {
+    checkInitOptions(options);
+  };
+  return api;
 }

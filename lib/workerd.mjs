@@ -6,14 +6,14 @@
 // load. (A guarded dynamic import would need a computed specifier, which bundlers and
 // miniflare refuse.)
 import { AsyncLocalStorage } from 'node:async_hooks';
-import wasmModule from '../dist/wasm/web/leasehold_wasm_bg.wasm';
-import { createWasmApi, initSync } from './wasm-api.mjs';
+import wasmModule from '../dist/wasm/leasehold_wasm_bg.wasm';
+import { createLoadedApi } from './wasm-api.mjs';
 
-initSync({ module: wasmModule });
-const api = createWasmApi(AsyncLocalStorage);
+const api = createLoadedApi(wasmModule, AsyncLocalStorage);
 
 export const {
   engine,
+  init,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,
