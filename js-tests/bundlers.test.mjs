@@ -2,7 +2,7 @@
 // defaults or the one line of config the README gives, and the page it builds runs in
 // headless Chromium (one launch for all): Vite, webpack 5 and Rollup copy the wasm module
 // the browser entry names; with esbuild the app imports the module's URL and passes it
-// to init().
+// to init(). The wasm module stays within its gzipped budget.
 //
 // The bundles are the same on both engines (a browser always runs wasm): this file runs
 // on the wasm pass of the suite.
@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { CHROMIUM_ARGS } from './support/chromium.mjs';
@@ -184,3 +185,10 @@ describe('bundled pages in headless Chromium', { skip }, () => {
   }
 });
 
+
+it('the wasm module the browser loads stays within the budget scripts/build-wasm.sh sets', { skip: process.env.LEASEHOLD_ENGINE === 'native' && 'runs on the wasm pass' }, () => {
+  const dir = path.join(root, 'dist', 'wasm');
+  const { budgetGzipBytes } = JSON.parse(fs.readFileSync(path.join(dir, 'size.json'), 'utf8'));
+  const gzipped = zlib.gzipSync(fs.readFileSync(path.join(dir, 'leasehold_wasm_bg.wasm')), { level: 9 }).length;
+  assert.ok(gzipped <= budgetGzipBytes, `${gzipped} bytes gzipped, over the budget of ${budgetGzipBytes}`);
+});

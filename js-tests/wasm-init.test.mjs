@@ -1,15 +1,14 @@
 // The browser entry's lazy engine (lib/browser.mjs, lib/wasm-lazy.mjs), run in Node under
 // the `browser` condition: `init({ wasm })` from every kind of source, executions that
-// wait for the load, what fails before it, and the durations checked in JavaScript until
-// the engine is there. Engine-independent (the browser entry is always wasm): runs once,
-// on the wasm pass of the suite.
+// wait for the load, what fails before it; and the wasm engine's durations, checked in
+// JavaScript (lib/durations.cjs), against the core's own check in the native addon.
+// Engine-independent (the browser entry is always wasm): runs once, on the wasm pass.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { checkDurationBeforeLoad } from '../lib/wasm-durations.mjs';
 
 const skip = process.env.LEASEHOLD_ENGINE === 'native' ? 'the browser entry is wasm only: runs on the wasm pass' : false;
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -35,21 +34,24 @@ function outcome(fn) {
   }
 }
 
-test('durations checked before the engine loads are checked exactly as the engine does', { skip }, () => {
-  const wasm = createRequire(import.meta.url)('../dist/wasm/leasehold_wasm.cjs');
-  // The engine throws plain Errors with a code; the host turns the code into the class.
-  const engine = (ms, text, arg, infiniteOk) => {
-    const result = outcome(() => wasm.checkDuration(ms, text, arg, infiniteOk));
+test("the wasm engine's durations are checked exactly as the core checks them", { skip }, () => {
+  const require = createRequire(import.meta.url);
+  const { checkDuration } = require('../lib/durations.cjs');
+  const native = require('../lib/native.cjs').load();
+  // The addon throws plain Errors with a code; the host turns the code into the class.
+  const core = (ms, text, arg, infiniteOk) => {
+    const result = outcome(() => native.checkDuration(ms, text, arg, infiniteOk));
     if (result.error) result.error = result.code === 'ERR_OUT_OF_RANGE' ? 'RangeError' : 'TypeError';
     return result;
   };
   const same = (ms, text, arg = 'ttl', infiniteOk = false) =>
-    assert.deepEqual(outcome(() => checkDurationBeforeLoad(ms, text, arg, infiniteOk)), engine(ms, text, arg, infiniteOk), `${ms} ${JSON.stringify(text)}`);
+    assert.deepEqual(outcome(() => checkDuration(ms, text, arg, infiniteOk)), core(ms, text, arg, infiniteOk), `${ms} ${JSON.stringify(text)}`);
 
   const strings = ['250ms', '30s', '5m', '1h', '1m30s', '1h2m3s4ms', '1.5s', '0ms', '0.07s', '.5s', '5.s', '0.0001ms',
     '1.0000000000000000000001ms', '2.5000000000000000000000ms', '2147483647ms', '0002147483647ms', '2147483648ms',
     '2147483647.0000000000000000001ms', '99999999999999999999999999999999999999999999h', '9'.repeat(400) + 'h', '.s',
     '1.2.3s', '..5s', '', '30', 's', '30 s', ' 30s', '30S', '1s1m', '1s1s', 'abc', '-5s', '1..5s', '5d', 'ms', '600h',
+    '596h', '597h', '999999999h', '1h1ms', '1m1ms', '1mms', '1hm', '0001s', '1000000000s',
     'x'.repeat(10_000), 'é'.repeat(41) + 's', '596h31m23.647s', '596h31m23.6471s'];
   for (const text of strings) same(undefined, text);
   for (const ms of [0, -0, 0.2, 1, 2.5, 2147483647, 2147483647.5, 2147483648, 1e15, 1e300, -1, -0.0001, -0.0005, -5.25,
@@ -61,6 +63,10 @@ test('durations checked before the engine loads are checked exactly as the engin
 
   fc.assert(
     fc.property(fc.stringMatching(/^[0-9.mshx]{0,14}$/), (text) => same(undefined, text)),
+    { numRuns: 3000 },
+  );
+  fc.assert(
+    fc.property(fc.stringMatching(/^([0-9]{1,10}(h|m|s|ms)){1,4}$/), (text) => same(undefined, text)),
     { numRuns: 3000 },
   );
   fc.assert(

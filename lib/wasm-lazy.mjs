@@ -3,14 +3,14 @@
 // execution, withLock or acquireLock, or when the app calls `init()`, from the package's
 // own file or from where `init({ wasm })` says.
 //
-// Before it has loaded: building pipelines works (durations are checked in JavaScript,
-// lib/wasm-durations.mjs), executions wait for the load, and what needs the engine at
+// Before it has loaded: building pipelines works (the wasm engine's durations are
+// checked in JavaScript, lib/durations.cjs), executions wait for the load, and what needs the engine at
 // once (a new MemoryLockStore, a FakeTimeProvider's clock) throws an Error that says to
 // `await init()` first.
 import { createApi } from '../dist/wasm/host.mjs';
+import { checkDuration } from '../dist/wasm/durations.mjs';
 import { checkInitOptions } from '../dist/wasm/init-options.mjs';
-import initModule, { WasmEngine, checkDuration, keepPanics, takePanic } from '../dist/wasm/leasehold_wasm.mjs';
-import { checkDurationBeforeLoad } from './wasm-durations.mjs';
+import initModule, { WasmEngine, keepPanics, takePanic } from '../dist/wasm/leasehold_wasm.mjs';
 
 function notLoaded() {
   const error = new Error(
@@ -45,8 +45,7 @@ export function createLazyApi(packageWasm) {
         super(fake, start, seed);
       }
     },
-    checkDuration: (ms, text, arg, infiniteOk) =>
-      loaded ? checkDuration(ms, text, arg, infiniteOk) : checkDurationBeforeLoad(ms, text, arg, infiniteOk),
+    checkDuration,
     takePanic,
   };
   const api = createApi(binding, { engine: 'wasm', AsyncLocalStorage: undefined });

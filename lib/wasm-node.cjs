@@ -3,6 +3,7 @@
 // compiles the package's one .wasm file synchronously (no top-level await), or throws
 // when it was not built.
 const path = require('node:path');
+const { checkDuration } = require('./durations.cjs');
 
 const dir = path.join(__dirname, '..', 'dist', 'wasm');
 
@@ -17,7 +18,7 @@ function load() {
     throw error;
   }
   wasm.keepPanics();
-  return { Engine: wasm.WasmEngine, checkDuration: wasm.checkDuration, takePanic: wasm.takePanic };
+  return { Engine: wasm.WasmEngine, checkDuration, takePanic: wasm.takePanic };
 }
 
 module.exports = { load };

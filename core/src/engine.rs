@@ -6,12 +6,12 @@
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use crate::clock::{Clock, FakeClock};
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
-use crate::fast_hash::IdMap;
+use crate::fast_hash::{IdMap, KeyMap};
 use crate::memory_store::{MemoryStore, TryAcquire};
 use crate::owner_ids::OwnerIds;
 use crate::polling::{renew_after, Backoff};
@@ -254,6 +254,19 @@ pub enum Answer {
     Failed(StoreFailure),
 }
 
+impl Answer {
+    /// Which call this answers, for messages. Not `Debug`: formatting its fields would
+    /// bring std's escaping and Unicode tables into the wasm module (a tenth of it).
+    fn kind(&self) -> &'static str {
+        match self {
+            Answer::Acquired(_) => "an acquire answer",
+            Answer::Renewed(_) => "a renew answer",
+            Answer::Released(_) => "a release answer",
+            Answer::Failed(_) => "a failure",
+        }
+    }
+}
+
 /// What the host must do with its one timer after a call, from [`Engine::host_timer`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostTimer {
@@ -405,7 +418,7 @@ pub struct Engine {
     requests: IdMap<u32, Request>,
     /// Locks defined ahead by [`Engine::define_lock`], and their ids by value.
     defined: Vec<LockSpec>,
-    defined_ids: HashMap<LockSpec, u32>,
+    defined_ids: KeyMap<LockSpec, u32>,
     /// The layers of finished single-lock executions, kept for reuse so that an
     /// execution on a defined lock allocates no key or owner id of its own.
     spare_layers: Vec<Vec<Layer>>,
@@ -471,7 +484,7 @@ impl Engine {
             requests: IdMap::default(),
             abandoned: VecDeque::new(),
             defined: Vec::new(),
-            defined_ids: HashMap::new(),
+            defined_ids: KeyMap::default(),
             spare_layers: Vec::new(),
             next_request: 0,
             timers: TimerQueue::default(),
@@ -876,9 +889,10 @@ impl Engine {
                     Answer::Acquired(Some(token)) => TryResult::Granted(token),
                     Answer::Acquired(None) => TryResult::Held { until: None },
                     Answer::Failed(failure) => TryResult::Failed(failure),
-                    other => {
-                        TryResult::Failed(StoreFailure::BadAnswer(format!("expected an acquire answer, got {other:?}")))
-                    }
+                    other => TryResult::Failed(StoreFailure::BadAnswer(format!(
+                        "expected an acquire answer, got {}",
+                        other.kind()
+                    ))),
                 };
                 self.on_try(exec, layer, req.sent_at, result);
             }
@@ -886,7 +900,7 @@ impl Engine {
                 let result = match answer {
                     Answer::Renewed(ok) => Ok(ok),
                     Answer::Failed(failure) => Err(failure),
-                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {other:?}"))),
+                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {}", other.kind()))),
                 };
                 self.on_renew(exec, layer, req.sent_at, req.ttl, result);
             }

@@ -1,7 +1,9 @@
-// Durations checked in JavaScript, for the browser entry while its wasm engine is still
-// loading, so a pipeline can be built at module load (addLock checks its ttl and wait at
-// once). It must answer exactly as the engine's own check (core/src/duration.rs through
-// host::duration_arg): same milliseconds, same errors, same messages.
+'use strict';
+// Durations checked in JavaScript, for the wasm engine: its module leaves out the core's
+// duration parser (a smaller download), and the browser entry checks durations before
+// its module has loaded (addLock checks ttl and wait at once, at module load too). It
+// answers exactly as the core does (core/src/duration.rs through host::duration_arg, the
+// native addon's checkDuration): same milliseconds, same errors, same messages.
 // js-tests/wasm-init.test.mjs compares the two on generated input.
 
 /** The longest lease or wait: 2^31 − 1 ms, the longest delay of one JavaScript timer. */
@@ -61,7 +63,16 @@ const UNITS = [
   { name: 'h', ms: 3600000n, rank: 3 },
 ];
 
+/** Whole numbers of units, largest first (`30s`, `1m30s`): exact in doubles. */
+const WHOLE_UNITS = /^(?:(\d{1,9})h)?(?:(\d{1,9})m(?!s))?(?:(\d{1,9})s)?(?:(\d{1,9})ms)?$/;
+
 function parse(text, arg) {
+  const whole = text !== '' && WHOLE_UNITS.exec(text);
+  if (whole) {
+    const [, h = 0, m = 0, s = 0, ms = 0] = whole;
+    const millis = h * 3600000 + m * 60000 + s * 1000 + Number(ms);
+    if (millis <= MAX_DURATION_MS) return millis;
+  }
   const unparsable = () =>
     typeError(`${arg} must be milliseconds or a duration string like '250ms', '30s', '5m', '1h' or '1m30s', got ${quote(text)}`);
   if (text === '') throw unparsable();
@@ -93,7 +104,7 @@ function parse(text, arg) {
  * The engine's `checkDuration(ms, text, arg, infiniteOk)`: milliseconds, or -1 for
  * `Infinity` where `infiniteOk`. Throws a TypeError or RangeError naming `arg`.
  */
-export function checkDurationBeforeLoad(ms, text, arg, infiniteOk) {
+function checkDuration(ms, text, arg, infiniteOk) {
   if (ms !== undefined) {
     if (ms === Infinity && infiniteOk) return -1;
     if (Number.isNaN(ms)) throw rangeError(`${arg} must be a number of milliseconds, got NaN`);
@@ -104,3 +115,5 @@ export function checkDurationBeforeLoad(ms, text, arg, infiniteOk) {
   if (text !== undefined) return parse(text, arg);
   throw typeError(`${arg} must be a number or a string`);
 }
+
+module.exports = { checkDuration };
