@@ -146,6 +146,31 @@ describe('bundled pages in headless Chromium', { skip }, () => {
     for (const dir of projects) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  /** Opens `url` in a new tab; what the page's scenario resolved to, checked. */
+  async function runPage(url) {
+    const tab = await browser.newPage();
+    const problems = [];
+    tab.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+    tab.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
+    });
+    try {
+      await tab.goto(url, { timeout: 30_000 });
+      await tab.waitForFunction(() => window.bundleResult !== undefined, undefined, { timeout: 30_000 });
+      const result = await tab.evaluate(() => window.bundleResult);
+      assert.equal(result.error, undefined, result.error);
+      assert.deepEqual(problems, []);
+      assert.equal(result.engine, 'wasm');
+      assert.equal(result.maxInside, 1, 'never two callbacks at once');
+      assert.equal(result.tokens.length, 5);
+      for (let i = 1; i < 5; i++) assert.ok(result.tokens[i] > result.tokens[i - 1], `tokens ${result.tokens}`);
+      assert.equal(result.failFast, 'LOCK_NOT_ACQUIRED');
+      return result;
+    } finally {
+      await tab.close();
+    }
+  }
+
   for (const [name, build] of Object.entries(BUNDLERS)) {
     it(`${name}: the bundled page loads the wasm engine and its locks take turns`, async (t) => {
       const dir = makeProject(name);
@@ -157,34 +182,48 @@ describe('bundled pages in headless Chromium', { skip }, () => {
       assert.equal(emitted.length, 1, `${name} emits the wasm module once: ${emitted.join(', ')}`);
 
       const { url, asked, server } = await serve(out, html);
-      const tab = await browser.newPage();
-      const problems = [];
-      tab.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-      tab.on('console', (message) => {
-        if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
-      });
       try {
-        await tab.goto(url, { timeout: 30_000 });
-        await tab.waitForFunction(() => window.bundleResult !== undefined, undefined, { timeout: 30_000 });
-        const result = await tab.evaluate(() => window.bundleResult);
-        assert.equal(result.error, undefined, result.error);
-        assert.deepEqual(problems, []);
-        assert.equal(result.engine, 'wasm');
-        assert.equal(result.maxInside, 1, 'never two callbacks at once');
-        assert.equal(result.tokens.length, 5);
-        for (let i = 1; i < 5; i++) assert.ok(result.tokens[i] > result.tokens[i - 1], `tokens ${result.tokens}`);
-        assert.equal(result.failFast, 'LOCK_NOT_ACQUIRED');
+        const result = await runPage(url);
         // The module came from the bundle's own output, once.
         assert.deepEqual(result.wasm, [`/${emitted[0].split(path.sep).join('/')}`]);
         assert.deepEqual(asked.filter((p) => p.endsWith('.wasm')), result.wasm);
       } finally {
-        await tab.close();
         server.close();
       }
     });
   }
-});
 
+  it("vite's dev server: the page loads the package's own wasm file, with no config", async () => {
+    const dir = makeProject('vite-dev');
+    projects.push(dir);
+    const vite = spawn(bin('vite'), ['--host', '127.0.0.1', '--port', '0'], {
+      cwd: dir,
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const url = await new Promise((resolve, reject) => {
+        let output = '';
+        const timer = setTimeout(() => reject(new Error(`vite printed no URL:\n${output}`)), 30_000);
+        const read = (chunk) => {
+          output += chunk;
+          const found = output.match(/http:\/\/127\.0\.0\.1:\d+\//);
+          if (found) {
+            clearTimeout(timer);
+            resolve(found[0]);
+          }
+        };
+        vite.stdout.on('data', read);
+        vite.stderr.on('data', read);
+        vite.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${output}`)));
+      });
+      const result = await runPage(url);
+      assert.deepEqual(result.wasm, ['/node_modules/leasehold/dist/wasm/leasehold_wasm_bg.wasm']);
+    } finally {
+      vite.kill('SIGTERM');
+    }
+  });
+});
 
 it('the wasm module the browser loads stays within the budget scripts/build-wasm.sh sets', { skip: process.env.LEASEHOLD_ENGINE === 'native' && 'runs on the wasm pass' }, () => {
   const dir = path.join(root, 'dist', 'wasm');
