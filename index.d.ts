@@ -7,6 +7,27 @@ export type Duration = number | string;
 /** Which engine this import runs on: the native addon or the wasm module. */
 export declare const engine: 'native' | 'wasm';
 
+/** Where `init()` loads the wasm module from: a URL, a fetch of it, the compiled module or its bytes. */
+export type WasmSource =
+  | string
+  | URL
+  | Request
+  | Response
+  | PromiseLike<Response>
+  | WebAssembly.Module
+  | ArrayBuffer
+  | ArrayBufferView;
+
+/**
+ * Loads the engine, once. In browsers and web workers the wasm module loads on the first
+ * execution, `withLock` or `acquireLock`, from the package's own file, or from `wasm`
+ * when `init({ wasm })` was called first; `await init()` before a `MemoryLockStore` or a
+ * `FakeTimeProvider` is used. Elsewhere the engine loaded with the import and this
+ * resolves at once. Rejects with a `TypeError` for a bad `wasm`, and with an `Error`
+ * when the module cannot be loaded (a later call tries again).
+ */
+export declare function init(options?: { wasm?: WasmSource }): Promise<void>;
+
 /** The key of the fencing token in `context.properties`. */
 export declare const LOCK_TOKEN: 'leasehold.lockToken';
 
@@ -265,6 +286,7 @@ export declare function withLock<This, Args extends unknown[], R>(
 
 declare const api: {
   engine: typeof engine;
+  init: typeof init;
   LOCK_TOKEN: typeof LOCK_TOKEN;
   ResiliencePipelineBuilder: typeof ResiliencePipelineBuilder;
   ResiliencePipeline: typeof ResiliencePipeline;

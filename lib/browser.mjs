@@ -1,17 +1,18 @@
 // Entry for browsers and web workers (the `browser` and `worker` conditions): the wasm
-// engine, fetched and compiled from the package's `dist/wasm/web/` (bundlers that
-// understand `new URL(..., import.meta.url)` copy it along).
+// engine, loaded on first use or by `init()` (lib/wasm-lazy.mjs). No top-level await.
 //
 // Browsers have no AsyncLocalStorage: `getLockToken(context)` works while the callback runs, and
 // `getLockToken()` without a context sees the lock only during the synchronous part of
 // the callback; after its first `await` it returns undefined.
-import { createWasmApi, init } from './wasm-api.mjs';
+import { createLazyApi } from './wasm-lazy.mjs';
 
-await init({ module_or_path: new URL('../dist/wasm/web/leasehold_wasm_bg.wasm', import.meta.url) });
-const api = createWasmApi(undefined);
+// The package's module, written as `new URL('…', import.meta.url)` so that bundlers that
+// follow it (Vite, webpack, Rollup with a plugin) copy the file and rewrite the URL.
+const api = createLazyApi(() => new URL('../dist/wasm/leasehold_wasm_bg.wasm', import.meta.url));
 
 export const {
   engine,
+  init,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

@@ -4,6 +4,7 @@
 // forces a choice; `engine` says which one runs.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { createApi } = require('./host.cjs');
+const { checkInitOptions } = require('./init-options.cjs');
 
 function pickEngine() {
   const wanted = process.env.LEASEHOLD_ENGINE;
@@ -24,6 +25,10 @@ function pickEngine() {
 
 const { engine, binding } = pickEngine();
 module.exports = createApi(binding, { engine, AsyncLocalStorage });
+// The engine loaded with this module; `init()` is there for code shared with browsers.
+module.exports.init = async function init(options) {
+  checkInitOptions(options);
+};
 // `import leasehold from 'leasehold'` compiled to CommonJS without esModuleInterop reads
 // `.default` (index.d.ts declares a default export). Not enumerable: the names a
 // `require` lists stay the API's own.

@@ -6,10 +6,9 @@
 // load. (A guarded dynamic import would need a computed specifier, which bundlers and
 // miniflare refuse.)
 import { AsyncLocalStorage } from 'node:async_hooks';
-import wasmModule from '../dist/wasm/web/leasehold_wasm_bg.wasm';
-import { createWasmApi, initSync } from './wasm-api.mjs';
+import wasmModule from '../dist/wasm/leasehold_wasm_bg.wasm';
+import { createLoadedApi } from './wasm-api.mjs';
 
-initSync({ module: wasmModule });
 // workerd cancels a request that waits for a promise only another request's I/O can
 // resolve, and runs a callback in the request whose release granted it: a wait on the
 // isolate's memory store cannot be served across requests. It fails at once instead.
@@ -18,10 +17,11 @@ const MEMORY_WAIT_REFUSED =
   'holds would be cancelled by workerd as hung (one request cannot resolve a promise another waits on). ' +
   'Use wait: 0 and answer 409 or retry on LockNotAcquiredError, or DurableObjectLockStore from ' +
   "'leasehold/durable-object', which waits through a Durable Object";
-const api = createWasmApi(AsyncLocalStorage, MEMORY_WAIT_REFUSED);
+const api = createLoadedApi(wasmModule, AsyncLocalStorage, MEMORY_WAIT_REFUSED);
 
 export const {
   engine,
+  init,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Builds the wasm engine into dist/wasm/:
-#   dist/wasm/node/  wasm-bindgen --target nodejs: CommonJS, loaded synchronously (lib/wasm-node.cjs)
-#   dist/wasm/web/   wasm-bindgen --target web: ESM with initSync({ module }) (browser, workerd, Deno entries)
-#   dist/wasm/host.mjs  the CommonJS host (lib/host.cjs, lib/errors.cjs) as one ES module
-#   dist/wasm/size.json the gzipped size of the module
+# Builds the wasm engine into dist/wasm/, one module for every runtime:
+#   leasehold_wasm_bg.wasm  the module (the one copy the package ships)
+#   leasehold_wasm.cjs      wasm-bindgen --target nodejs glue: CommonJS, reads the module
+#                           next to it synchronously (lib/wasm-node.cjs: Node and Bun)
+#   leasehold_wasm.mjs      wasm-bindgen --target web glue: ESM, instantiated by the
+#                           browser, workerd and Deno entries (lib/wasm-*.mjs)
+#   host.mjs, durations.mjs, init-options.mjs  lib/host.cjs, lib/durations.cjs and
+#                           lib/init-options.cjs as ES modules
+#   size.json               the gzipped size of the module, and its budget
 # The .wasm is shrunk with wasm-opt -Oz (npm binaryen). Idempotent: when the cargo output
-# has not changed, only the (cheap) host bundle is regenerated.
+# has not changed, only the (cheap) host bundles are regenerated.
 #
 # Usage: bash scripts/build-wasm.sh [--optional]
 #   --optional  when the wasm toolchain is missing, say so and exit 0 (scripts/build.sh,
@@ -26,9 +30,10 @@ missing() {
   exit 1
 }
 
-BUDGET_BYTES=$((60 * 1024))
+# The gzipped size of the module a browser downloads, at most.
+BUDGET_BYTES=$((44 * 1024))
 OUT=dist/wasm
-RAW=target/wasm32-unknown-unknown/release/leasehold_wasm.wasm
+RAW=target/wasm32-unknown-unknown/wasm/leasehold_wasm.wasm
 # Build bookkeeping stays out of dist/ (which is published).
 WORK=target/wasm-build
 WB_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' bindings-wasm/Cargo.toml | head -n1)
@@ -44,10 +49,11 @@ mkdir -p "$OUT" "$WORK"
 exec 9>"$WORK/lock"
 flock 9
 
-cargo build --release --target wasm32-unknown-unknown -p leasehold-wasm --quiet
+# The `wasm` profile (Cargo.toml): every crate optimised for size.
+cargo build --profile wasm --target wasm32-unknown-unknown -p leasehold-wasm --quiet
 
 stamp="$(sha256sum "$RAW" | cut -d' ' -f1) wasm-bindgen=$wb_have $(sha256sum "$0" | cut -d' ' -f1)"
-outputs=("$OUT/node/leasehold_wasm.js" "$OUT/node/leasehold_wasm_bg.wasm" "$OUT/web/leasehold_wasm.js" "$OUT/web/leasehold_wasm_bg.wasm")
+outputs=("$OUT/leasehold_wasm.cjs" "$OUT/leasehold_wasm.mjs" "$OUT/leasehold_wasm_bg.wasm")
 up_to_date=1
 [ -f "$WORK/stamp" ] && [ "$(cat "$WORK/stamp")" = "$stamp" ] || up_to_date=0
 for f in "${outputs[@]}"; do [ -f "$f" ] || up_to_date=0; done
@@ -57,33 +63,34 @@ if [ "$up_to_date" = 1 ]; then
 else
   tmp=$(mktemp -d "$WORK/tmp.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
-  wasm-bindgen --target nodejs --out-dir "$tmp/node" "$RAW"
-  wasm-bindgen --target web --out-dir "$tmp/web" "$RAW"
-  # Both targets carry the same module (the glue differs); optimise once, use it twice.
+  wasm-bindgen --target nodejs --no-typescript --out-dir "$tmp/node" "$RAW"
+  wasm-bindgen --target web --no-typescript --out-dir "$tmp/web" "$RAW"
+  # Both glues load the same module (only the glue differs): it ships once, and each
+  # glue finds it by its file name, next to itself.
   cmp -s "$tmp/node/leasehold_wasm_bg.wasm" "$tmp/web/leasehold_wasm_bg.wasm" \
     || { log "error: wasm-bindgen wrote different modules for nodejs and web" >&2; exit 1; }
+  grep -q 'leasehold_wasm_bg.wasm' "$tmp/node/leasehold_wasm.js" \
+    || { log "error: the nodejs glue no longer names leasehold_wasm_bg.wasm" >&2; exit 1; }
   # The producers and target-features sections say how the module was built; no runtime
   # reads them.
-  npx --no-install wasm-opt -Oz --strip-producers --strip-target-features "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/opt.wasm"
-  cp "$tmp/opt.wasm" "$tmp/node/leasehold_wasm_bg.wasm"
-  mv "$tmp/opt.wasm" "$tmp/web/leasehold_wasm_bg.wasm"
-  # The package is "type": "commonjs"; say what each glue file is, for every resolver.
-  printf '{ "type": "commonjs" }\n' >"$tmp/node/package.json"
-  printf '{ "type": "module" }\n' >"$tmp/web/package.json"
-  for target in node web; do
-    rm -rf "$OUT/.old-$target"
-    if [ -d "$OUT/$target" ]; then mv "$OUT/$target" "$OUT/.old-$target"; fi
-    mv "$tmp/$target" "$OUT/$target"
-    rm -rf "$OUT/.old-$target"
-  done
+  npx --no-install wasm-opt -Oz --strip-producers --strip-target-features "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/leasehold_wasm_bg.wasm"
+  # .cjs and .mjs say what each glue is, whatever the nearest package.json's "type".
+  mv "$tmp/node/leasehold_wasm.js" "$tmp/leasehold_wasm.cjs"
+  mv "$tmp/web/leasehold_wasm.js" "$tmp/leasehold_wasm.mjs"
+  # Module first: a glue never finds itself without it.
+  for f in leasehold_wasm_bg.wasm leasehold_wasm.cjs leasehold_wasm.mjs; do mv -f "$tmp/$f" "$OUT/$f"; done
+  # The two copies of earlier builds.
+  rm -rf "$OUT/node" "$OUT/web"
   printf '%s\n' "$stamp" >"$WORK/stamp"
-  log "wrote $OUT/node and $OUT/web"
+  log "wrote $OUT/leasehold_wasm_bg.wasm and its two glues"
 fi
 
 node scripts/esm-host.mjs lib/host.cjs "$OUT/host.mjs"
+node scripts/esm-host.mjs lib/durations.cjs "$OUT/durations.mjs"
+node scripts/esm-host.mjs lib/init-options.cjs "$OUT/init-options.mjs"
 
-raw_bytes=$(wc -c <"$OUT/web/leasehold_wasm_bg.wasm")
-gz_bytes=$(gzip -9c "$OUT/web/leasehold_wasm_bg.wasm" | wc -c)
+raw_bytes=$(wc -c <"$OUT/leasehold_wasm_bg.wasm")
+gz_bytes=$(gzip -9c "$OUT/leasehold_wasm_bg.wasm" | wc -c)
 printf '{ "wasmBytes": %d, "gzipBytes": %d, "budgetGzipBytes": %d }\n' "$raw_bytes" "$gz_bytes" "$BUDGET_BYTES" >"$OUT/size.json"
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f KB", b / 1024 }'; }
 if [ "$gz_bytes" -le "$BUDGET_BYTES" ]; then

@@ -428,10 +428,3 @@ pub fn keep_panics() {
 pub fn take_panic() -> Option<String> {
     PANIC.with(|panic| panic.borrow_mut().take())
 }
-
-/// Validates a duration: a number of milliseconds or a string like `'30s'`. Returns
-/// milliseconds, or -1 for `Infinity` where `infinite_ok`.
-#[wasm_bindgen(js_name = checkDuration)]
-pub fn check_duration(ms: Option<f64>, text: Option<String>, arg: String, infinite_ok: bool) -> Result<f64, JsValue> {
-    host::duration_arg(ms, text.as_deref(), &arg, infinite_ok).map_err(to_js_error)
-}

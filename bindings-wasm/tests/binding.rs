@@ -5,7 +5,7 @@
 
 use js_sys::Reflect;
 use leasehold_core::host::{status, store_kind};
-use leasehold_wasm::{check_duration, WasmEngine};
+use leasehold_wasm::WasmEngine;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -112,15 +112,6 @@ fn bad_arguments_are_errors_with_a_code() {
     );
     assert_eq!(code_of(engine.finish(77, true, false).unwrap_err()), "ERR_OUT_OF_RANGE");
     assert_eq!(code_of(WasmEngine::new(true, 0.0, &[1; 3]).unwrap_err()), "ERR_INVALID_ARG_TYPE");
-
-    assert_eq!(check_duration(None, Some("1m30s".into()), "ttl".into(), false).unwrap(), 90_000.0);
-    assert_eq!(check_duration(Some(f64::INFINITY), None, "wait".into(), true).unwrap(), -1.0);
-    assert_eq!(
-        code_of(check_duration(None, Some("soon".into()), "ttl".into(), false).unwrap_err()),
-        "ERR_INVALID_ARG_TYPE"
-    );
-    assert_eq!(code_of(check_duration(Some(f64::NAN), None, "ttl".into(), false).unwrap_err()), "ERR_OUT_OF_RANGE");
-    assert_eq!(code_of(check_duration(None, None, "ttl".into(), false).unwrap_err()), "ERR_INVALID_ARG_TYPE");
 }
 
 #[wasm_bindgen_test]

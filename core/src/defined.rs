@@ -3,10 +3,10 @@
 //! pipeline): it lives until each of its holders lets go of it, so the engine keeps no
 //! lock's key longer than something that can still start it.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::engine::LockSpec;
+use crate::fast_hash::KeyMap;
 
 /// How many locks an engine keeps defined at once ([`crate::Engine::define_lock`]);
 /// beyond that, locks are passed whole with every start.
@@ -25,7 +25,7 @@ struct Definition {
 #[derive(Debug, Default)]
 pub(crate) struct DefinedLocks {
     slots: Vec<Option<Definition>>,
-    ids: HashMap<Rc<LockSpec>, u32>,
+    ids: KeyMap<Rc<LockSpec>, u32>,
     free: Vec<u32>,
 }
 

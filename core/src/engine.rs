@@ -256,6 +256,19 @@ pub enum Answer {
     Failed(StoreFailure),
 }
 
+impl Answer {
+    /// Which call this answers, for messages. Not `Debug`: formatting its fields would
+    /// bring std's escaping and Unicode tables into the wasm module (a tenth of it).
+    fn kind(&self) -> &'static str {
+        match self {
+            Answer::Acquired(_) => "an acquire answer",
+            Answer::Renewed(_) => "a renew answer",
+            Answer::Released(_) => "a release answer",
+            Answer::Failed(_) => "a failure",
+        }
+    }
+}
+
 /// What the host must do with its one timer after a call, from [`Engine::host_timer`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostTimer {
@@ -893,9 +906,10 @@ impl Engine {
                     Answer::Acquired(Some(token)) => TryResult::Granted(token),
                     Answer::Acquired(None) => TryResult::Held { until: None },
                     Answer::Failed(failure) => TryResult::Failed(failure),
-                    other => {
-                        TryResult::Failed(StoreFailure::BadAnswer(format!("expected an acquire answer, got {other:?}")))
-                    }
+                    other => TryResult::Failed(StoreFailure::BadAnswer(format!(
+                        "expected an acquire answer, got {}",
+                        other.kind()
+                    ))),
                 };
                 self.on_try(exec, layer, req.sent_at, result);
             }
@@ -903,7 +917,7 @@ impl Engine {
                 let result = match answer {
                     Answer::Renewed(ok) => Ok(ok),
                     Answer::Failed(failure) => Err(failure),
-                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {other:?}"))),
+                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {}", other.kind()))),
                 };
                 self.on_renew(exec, layer, req.sent_at, req.ttl, result);
             }

@@ -1,7 +1,9 @@
 //! A fast hasher for the engine's own small integer keys (execution and request ids,
 //! store references). They are chosen by the host, not by users, so the protection of
 //! the standard SipHash against crafted collisions is not needed there; keys that users
-//! choose (lock keys) stay on the standard hasher.
+//! choose (lock keys) stay on the standard hasher ([`KeyMap`]), except in the wasm
+//! module, where std has no randomness to key SipHash with (so it protects nothing) and
+//! its code would cost the download.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -48,3 +50,10 @@ impl IdHasher {
 
 /// A map keyed by engine ids.
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// A map keyed by what users choose (lock keys): std's randomly keyed SipHash.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type KeyMap<K, V> = HashMap<K, V>;
+/// A map keyed by what users choose (lock keys); see the module's docs for the wasm module.
+#[cfg(target_arch = "wasm32")]
+pub(crate) type KeyMap<K, V> = IdMap<K, V>;

@@ -1,8 +1,7 @@
 //! The in-process lease store: atomic by construction (one thread owns it), fencing
 //! tokens from one store-wide counter, memory bounded by live leases.
 
-use std::collections::HashMap;
-
+use crate::fast_hash::KeyMap;
 use crate::Millis;
 
 /// A live or lapsed lease on one key.
@@ -38,7 +37,7 @@ pub enum TryAcquire {
 /// [`MemoryStore::release`] reports that a lease ended.
 #[derive(Debug)]
 pub struct MemoryStore {
-    leases: HashMap<String, Lease>,
+    leases: KeyMap<String, Lease>,
     last_token: u64,
     sweep_at: usize,
     /// The latest expiry granted since the last sweep: once it has passed, every lease
@@ -54,7 +53,7 @@ const MIN_SWEEP: usize = 64;
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore {
-            leases: HashMap::new(),
+            leases: KeyMap::default(),
             last_token: 0,
             sweep_at: MIN_SWEEP,
             sweep_after: 0,

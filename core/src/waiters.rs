@@ -2,10 +2,10 @@
 //! the store; the others wait their turn, so a release wakes exactly one execution
 //! and a crowd of waiters costs one poll, not one each.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::engine::{Effect, StoreRef, Wake};
-use crate::fast_hash::IdMap;
+use crate::fast_hash::{IdMap, KeyMap};
 
 /// What removing a waiter did to its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub(crate) enum HeadChange {
 
 #[derive(Debug, Default)]
 pub(crate) struct WaitQueues {
-    by_store: IdMap<StoreRef, HashMap<String, Queue>>,
+    by_store: IdMap<StoreRef, KeyMap<String, Queue>>,
     /// Entries looked at by removals, for the test that keeps them bounded.
     #[cfg(test)]
     looked_at: usize,

@@ -1,7 +1,7 @@
 // An in-page mutex: every click saves a draft, and saves must not overlap (a second
 // request racing the first could overwrite newer text with older). The lock lives in
 // the page's memory store, on the wasm engine; nothing is sent anywhere.
-import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
+import { ResiliencePipelineBuilder, getLockToken, engine, init } from 'leasehold';
 
 const save = document.getElementById('save');
 const status = document.getElementById('status');
@@ -34,6 +34,8 @@ save.addEventListener('click', async () => {
   });
 });
 
+// Load the wasm engine now, not on the first click (an execution would wait for it).
+await init();
 save.disabled = false;
 status.textContent = `ready (engine: ${engine})`;
 demo.ready = true;

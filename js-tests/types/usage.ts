@@ -2,6 +2,7 @@
 // each @ts-expect-error proves the declarations reject a mistake.
 import leasehold, {
   engine,
+  init,
   LOCK_TOKEN,
   ResiliencePipelineBuilder,
   MemoryLockStore,
@@ -127,3 +128,15 @@ async function main(): Promise<void> {
 }
 void main;
 import { ResiliencePipeline } from 'leasehold';
+
+// init(): once, from the package's file or from where the app says.
+async function loadEngine(bytes: Uint8Array): Promise<void> {
+  await init();
+  await init({ wasm: new URL('https://example.com/leasehold.wasm') });
+  await init({ wasm: '/assets/leasehold.wasm' });
+  await init({ wasm: bytes });
+  await leasehold.init({ wasm: fetch('/assets/leasehold.wasm') });
+  // @ts-expect-error init has one option, wasm
+  await init({ module: bytes });
+}
+void loadEngine;
