@@ -12,6 +12,7 @@ const api = createWasmApi(undefined);
 
 export const {
   engine,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

@@ -10,6 +10,7 @@ const api = createWasmApi(AsyncLocalStorage);
 
 export const {
   engine,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

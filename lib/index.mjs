@@ -4,6 +4,7 @@ import api from './index.cjs';
 
 export const {
   engine,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

@@ -14,6 +14,7 @@ const api = createWasmApi(AsyncLocalStorage);
 
 export const {
   engine,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,
