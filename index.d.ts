@@ -1,5 +1,6 @@
 // leasehold — the public contract. Written by hand; the binding-generated declarations
-// stay internal. `js-tests/types/usage.ts` type-checks every export against this file.
+// stay internal. js-tests/types type-checks every export and call form against this file;
+// index.d.mts gives it to `import` as an ES module.
 
 /** A duration: milliseconds, or a string such as `'250ms'`, `'30s'`, `'5m'`, `'1h'`, `'1m30s'`. */
 export type Duration = number | string;

@@ -24,8 +24,10 @@ bash scripts/build.sh
 step "wasm binding tests (Node and headless Chromium)"
 bash scripts/test-wasm-bindgen.sh
 
-step "type test"
+step "type test (nodenext, bundler) and the package's types (attw)"
 npx tsc -p js-tests/types
+npx tsc -p js-tests/types/tsconfig.bundler.json
+npx attw --pack . --quiet
 
 step "JS suite on the native engine"
 LEASEHOLD_ENGINE=native node --test --test-concurrency=2 js-tests/*.test.mjs
