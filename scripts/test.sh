@@ -35,5 +35,5 @@ LEASEHOLD_ENGINE=native node --test --test-concurrency=2 js-tests/*.test.mjs
 step "JS suite on the wasm engine"
 LEASEHOLD_ENGINE=wasm node --test --test-concurrency=2 js-tests/*.test.mjs
 
-step "runtime matrix (Node 20/22, Bun, Deno, workerd, Chromium)"
-node js-tests/matrix/run.mjs
+step "runtime matrix on the packed package, installed outside the repo (Node 20/22/24, Bun, Deno, workerd, Chromium)"
+node js-tests/matrix/run.mjs --pack
