@@ -27,10 +27,12 @@ function pack(dir, destination) {
 /**
  * Packs and installs; returns { project, packageDir, triple, checks } where `checks` are
  * [{ name, ok, detail }] about the tarballs and the engine an installed copy picks.
+ * By default for this machine; `triple` with `npmArgs` (e.g. `--cpu=arm64`) and `node`
+ * (a command that runs a Node of that platform, e.g. under qemu) for another one.
  */
-export function installPacked(root) {
+export function installPacked(root, { triple: wanted, npmArgs = [], node = [process.execPath] } = {}) {
   const { platformTriple, addonFile } = require(path.join(root, 'lib', 'native.cjs'));
-  const triple = platformTriple();
+  const triple = wanted ?? platformTriple();
   const platformDir = path.join(root, 'npm', triple);
   if (!fs.existsSync(path.join(platformDir, addonFile(triple)))) {
     throw new Error(`npm/${triple}/${addonFile(triple)} is missing: run scripts/build.sh first`);
@@ -44,7 +46,7 @@ export function installPacked(root) {
   const platform = pack(platformDir, project);
   // Offline: the platform packages of other machines are optional dependencies that are
   // not in the cache, and npm skips them as it would skip ones that do not match.
-  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', main.file, platform.file], project);
+  run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', ...npmArgs, main.file, platform.file], project);
 
   const packageDir = path.join(project, 'node_modules', 'leasehold');
   const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -81,7 +83,7 @@ export function installPacked(root) {
     const env = { ...process.env };
     delete env.LEASEHOLD_ENGINE;
     const source = "const l = await import('leasehold'); console.log(JSON.stringify({ engine: l.engine, reason: l.engineFallbackReason ?? null }));";
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', source], { cwd: project, env, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(node[0], [...node.slice(1), '--input-type=module', '-e', source], { cwd: project, env, encoding: 'utf8', timeout: 60_000 });
     if (r.status !== 0) throw new Error(`loading leasehold failed: ${r.stderr}`);
     return JSON.parse(r.stdout);
   };
