@@ -108,6 +108,7 @@ for row in "${selected[@]}"; do
   cp "$artifact" "$out.tmp"
   [ "$strip" = - ] || "$strip" "$out.tmp"
   mv -f "$out.tmp" "$out"
+  cp LICENSE "npm/$triple/LICENSE"
   log "$out: $(stat -c %s "$out") bytes"
 done
 

@@ -18,6 +18,7 @@ mv -f "dist/$addon.tmp" "dist/$addon"
 echo "[build] dist/$addon"
 if [ -d "npm/$triple" ]; then
   cp "dist/$addon" "npm/$triple/$addon"
+  cp LICENSE "npm/$triple/LICENSE"
   echo "[build] npm/$triple/$addon"
 fi
 

@@ -66,6 +66,7 @@ export function installPacked(root, { triple: wanted, npmArgs = [], node = [proc
     assert(!main.files.some((f) => f.endsWith('.node')), `the main tarball carries a native addon: ${main.files.filter((f) => f.endsWith('.node'))}`);
     assert(main.files.includes('LICENSE'), 'the main tarball has no LICENSE');
     assert(platform.files.includes(addonFile(triple)), `@leasehold/${triple} lacks ${addonFile(triple)}`);
+    assert(platform.files.includes('LICENSE'), `@leasehold/${triple} has no LICENSE`);
     const wanted = manifest.optionalDependencies?.[`@leasehold/${triple}`];
     assert(wanted === manifest.version, `optionalDependencies['@leasehold/${triple}'] is ${wanted}, expected ${manifest.version}`);
     for (const name of Object.keys(manifest.optionalDependencies ?? {})) {
