@@ -1,5 +1,6 @@
 // leasehold — the public contract. Written by hand; the binding-generated declarations
-// stay internal. `js-tests/types/usage.ts` type-checks every export against this file.
+// stay internal. js-tests/types type-checks every export and call form against this file;
+// index.d.mts gives it to `import` as an ES module.
 
 /** A duration: milliseconds, or a string such as `'250ms'`, `'30s'`, `'5m'`, `'1h'`, `'1m30s'`. */
 export type Duration = number | string;
@@ -27,6 +28,13 @@ export type WasmSource =
  * when the module cannot be loaded (a later call tries again).
  */
 export declare function init(options?: { wasm?: WasmSource }): Promise<void>;
+/**
+ * Why Node or Bun runs the wasm engine instead of the native addon: no prebuilt addon
+ * for this platform, an addon that failed to load (its error's message), or
+ * `LEASEHOLD_ENGINE=wasm`. `undefined` when the engine is the one meant for this
+ * runtime (the native addon on Node and Bun; wasm in browsers, workerd and Deno).
+ */
+export declare const engineFallbackReason: string | undefined;
 
 /** The key of the fencing token in `context.properties`. */
 export declare const LOCK_TOKEN: 'leasehold.lockToken';
@@ -262,31 +270,101 @@ export declare function acquireLock(
   options?: AcquireLockOptions,
 ): Promise<LeaseHandle | undefined>;
 
-export interface WithLockOptions extends Omit<LockOptions, 'key'>, ResiliencePipelineBuilderOptions, ExecuteOptions {}
+/** A lock key: a string, or a function of the execution's context. */
+export type LockKey = string | ((context: ResilienceContext) => string);
+
+/** `withLock`'s options: a lock's, a builder's and an execution's, in one object. */
+export interface WithLockOptions
+  extends Omit<LockOptions, 'key' | 'wait'>,
+    ResiliencePipelineBuilderOptions,
+    ExecuteOptions {
+  /**
+   * How long to wait for a held key. Default: the lock's `ttl` (30 s unless set), longer
+   * than a lease left by a crashed holder lasts; 0 with `skipOnLockFailure`.
+   * `Infinity` waits as long as it takes.
+   */
+  wait?: Duration;
+  /**
+   * Resolve `undefined` instead of rejecting with `LockNotAcquiredError` when the key
+   * stays held past `wait` (the function never runs). Default false.
+   */
+  skipOnLockFailure?: boolean;
+}
+
+/** `withLock`'s options with the key in them (or an `operationKey` standing for it). */
+export type WithLockKeyedOptions = WithLockOptions &
+  ({ key: LockKey } | { key?: undefined; operationKey: string });
+
+type Skipping = { skipOnLockFailure: true };
+type NotSkipping = { skipOnLockFailure?: false };
 
 type MethodDecorator<This, Args extends unknown[], R> = (
   method: (this: This, ...args: Args) => Promise<R>,
   context: ClassMethodDecoratorContext<This, (this: This, ...args: Args) => Promise<R>>,
 ) => (this: This, ...args: Args) => Promise<R>;
 
-/** Runs `fn` under one lock on `key`. */
+/**
+ * Runs `fn` under one lock on `key`, waiting for a held key up to `wait` (default: the
+ * ttl). Resolves to `fn`'s value; `undefined` when `skipOnLockFailure` skipped it.
+ */
 export declare function withLock<T>(
-  key: string | ((context: ResilienceContext) => string),
+  key: LockKey,
   fn: (context: ResilienceContext) => T | PromiseLike<T>,
-  options?: WithLockOptions,
+  options: WithLockOptions & Skipping,
+): Promise<T | undefined>;
+export declare function withLock<T>(
+  key: LockKey,
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+  options?: WithLockOptions & NotSkipping,
 ): Promise<T>;
-/** A method decorator (standard decorators): every call of the method runs under the lock. */
+export declare function withLock<T>(
+  key: LockKey,
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+  options: WithLockOptions,
+): Promise<T | undefined>;
+/** `withLock({ key, ...options }, fn)`: the same, with the key among the options. */
+export declare function withLock<T>(
+  options: WithLockKeyedOptions & Skipping,
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+): Promise<T | undefined>;
+export declare function withLock<T>(
+  options: WithLockKeyedOptions & NotSkipping,
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+): Promise<T>;
+export declare function withLock<T>(
+  options: WithLockKeyedOptions,
+  fn: (context: ResilienceContext) => T | PromiseLike<T>,
+): Promise<T | undefined>;
+/**
+ * A method decorator (standard decorators): every call of the method runs under the
+ * lock. With `skipOnLockFailure`, the method's result type must admit `undefined`.
+ */
 export declare function withLock<This, Args extends unknown[], R>(
-  key: string | ((context: ResilienceContext) => string),
-  options?: WithLockOptions,
+  key: LockKey,
+  options: WithLockOptions & Skipping,
+): MethodDecorator<This, Args, R | undefined>;
+export declare function withLock<This, Args extends unknown[], R>(
+  key: LockKey,
+  options?: WithLockOptions & NotSkipping,
 ): MethodDecorator<This, Args, R>;
 export declare function withLock<This, Args extends unknown[], R>(
-  options: WithLockOptions & { key: string | ((context: ResilienceContext) => string) },
+  key: LockKey,
+  options: WithLockOptions,
+): MethodDecorator<This, Args, R | undefined>;
+export declare function withLock<This, Args extends unknown[], R>(
+  options: WithLockKeyedOptions & Skipping,
+): MethodDecorator<This, Args, R | undefined>;
+export declare function withLock<This, Args extends unknown[], R>(
+  options: WithLockKeyedOptions & NotSkipping,
 ): MethodDecorator<This, Args, R>;
+export declare function withLock<This, Args extends unknown[], R>(
+  options: WithLockKeyedOptions,
+): MethodDecorator<This, Args, R | undefined>;
 
 declare const api: {
   engine: typeof engine;
   init: typeof init;
+  engineFallbackReason: typeof engineFallbackReason;
   LOCK_TOKEN: typeof LOCK_TOKEN;
   ResiliencePipelineBuilder: typeof ResiliencePipelineBuilder;
   ResiliencePipeline: typeof ResiliencePipeline;

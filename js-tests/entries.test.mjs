@@ -70,6 +70,35 @@ test('each exports condition resolves to its entry; Node keeps the native-first 
   assert.equal(require.resolve('leasehold/node'), `${root}lib/index.cjs`);
 });
 
+/** What `require('leasehold')` picks in a child process with `env`, on a CPU it is told it has. */
+function pick(env, arch = process.arch) {
+  // Pretending another CPU makes the loader look for that platform's addon.
+  const pretend = `Object.defineProperty(process, 'arch', { value: ${JSON.stringify(arch)} });`;
+  const source = `${pretend} try { const l = require('leasehold'); console.log(JSON.stringify({ engine: l.engine, reason: l.engineFallbackReason ?? null })); } catch (e) { console.log(JSON.stringify({ error: e.message })); }`;
+  const childEnv = { ...process.env, ...env };
+  if (env.LEASEHOLD_ENGINE === undefined) delete childEnv.LEASEHOLD_ENGINE;
+  const r = spawnSync(process.execPath, ['-e', source], { cwd: root, env: childEnv, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+test('engineFallbackReason says why Node runs wasm, and is undefined on the native engine', () => {
+  assert.deepEqual(pick({}), { engine: 'native', reason: null });
+  assert.deepEqual(pick({ LEASEHOLD_ENGINE: 'wasm' }), { engine: 'wasm', reason: 'LEASEHOLD_ENGINE=wasm' });
+  const libc = process.platform === 'linux' ? `-${require('../lib/native.cjs').platformTriple().split('-')[2]}` : '';
+  // A platform with a package that is not installed here, and one with none published.
+  if (process.platform === 'linux' && libc === '-gnu') {
+    assert.deepEqual(pick({}, 'arm64'), {
+      engine: 'wasm',
+      reason: '@leasehold/linux-arm64-gnu is not installed (npm skips it when optional dependencies are omitted: install again without --omit=optional)',
+    });
+  }
+  assert.deepEqual(pick({}, 'riscv64'), { engine: 'wasm', reason: `no native addon is published for ${process.platform}-riscv64${libc}` });
+  assert.deepEqual(pick({ LEASEHOLD_ENGINE: 'native' }, 'riscv64'), {
+    error: `LEASEHOLD_ENGINE=native, but the native addon did not load: no native addon is published for ${process.platform}-riscv64${libc}`,
+  });
+});
+
 /** Writes `files` into a fresh folder under js-tests/.tmp (inside the package, so 'leasehold' resolves to it). */
 function scratch(name, files) {
   const dir = fileURLToPath(new URL(`./.tmp/${name}-${process.pid}/`, import.meta.url));

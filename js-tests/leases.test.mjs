@@ -406,15 +406,86 @@ describe('withLock', () => {
     assert.equal(typeof token, 'number');
     const hold = deferred();
     const holding = withLock('report', () => hold.promise, { timeProvider: clock });
-    await assert.rejects(withLock('report', () => 1, { timeProvider: clock }), LockNotAcquiredError);
+    await assert.rejects(withLock('report', () => 1, { timeProvider: clock, wait: 0 }), LockNotAcquiredError);
     hold.resolve();
     await holding;
     await assert.rejects(withLock('report', () => 1, { ttl: -5 }), RangeError);
   });
 
+  test('waits for a held key by default (unlike addLock), up to the lock ttl', async () => {
+    const clock = new FakeTimeProvider();
+    const hold = deferred();
+    const holding = withLock('report', () => hold.promise, { timeProvider: clock });
+    await flush();
+    const order = [];
+    const waiting = withLock('report', () => order.push('second ran'), { timeProvider: clock });
+    await advance(clock, 10_000, 1_000);
+    order.push('first released');
+    hold.resolve();
+    await holding;
+    await waiting;
+    assert.deepEqual(order, ['first released', 'second ran'], 'the second call waited for the first');
+
+    // The default wait is the lock's own ttl: 1 s here, so the call gives up at 1 s.
+    const stuck = deferred();
+    const held = withLock('report', () => stuck.promise, { timeProvider: clock });
+    await flush();
+    let outcome;
+    withLock('report', () => 'ran', { timeProvider: clock, ttl: '1s' }).then(
+      (value) => (outcome = value),
+      (error) => (outcome = error),
+    );
+    await advance(clock, 999);
+    assert.equal(outcome, undefined, 'gave up before its wait (the ttl) ran out');
+    await advance(clock, 1);
+    assert.ok(outcome instanceof LockNotAcquiredError, `expected LockNotAcquiredError at 1 s, got ${outcome}`);
+    stuck.resolve();
+    await held;
+  });
+
+  test('skipOnLockFailure: a held key resolves undefined at once; the function never runs', async () => {
+    const clock = new FakeTimeProvider();
+    const hold = deferred();
+    const holding = withLock('cleanup', () => hold.promise, { timeProvider: clock });
+    await flush();
+    let ran = 0;
+    assert.equal(await withLock('cleanup', () => ++ran, { timeProvider: clock, skipOnLockFailure: true }), undefined);
+    assert.equal(await withLock({ key: 'cleanup', timeProvider: clock, skipOnLockFailure: true }, () => ++ran), undefined);
+    assert.equal(ran, 0);
+    // With a wait of its own it waits that long first, then skips.
+    let outcome = 'pending';
+    withLock('cleanup', () => ++ran, { timeProvider: clock, skipOnLockFailure: true, wait: '2s' }).then((v) => (outcome = v));
+    await advance(clock, 1_999);
+    assert.equal(outcome, 'pending');
+    await advance(clock, 1);
+    assert.equal(outcome, undefined);
+    hold.resolve();
+    await holding;
+    // A free key runs as usual and resolves the function's value.
+    assert.equal(await withLock('cleanup', () => ++ran, { timeProvider: clock, skipOnLockFailure: true }), 1);
+  });
+
+  test("skipOnLockFailure skips only its own lock: errors from the function and the store still reject", async () => {
+    const clock = new FakeTimeProvider();
+    const hold = deferred();
+    const holding = withLock('inner', () => hold.promise, { timeProvider: clock });
+    await flush();
+    // A nested lock that fails inside the function is the function's failure.
+    await assert.rejects(
+      withLock('outer', () => withLock('inner', () => 1, { timeProvider: clock, wait: 0 }), { timeProvider: clock, skipOnLockFailure: true }),
+      LockNotAcquiredError,
+    );
+    hold.resolve();
+    await holding;
+    await assert.rejects(withLock('outer', () => Promise.reject(new Error('boom')), { timeProvider: clock, skipOnLockFailure: true }), /boom/);
+    const failing = recordingStore(clock, { acquire: () => Promise.reject(new Error('store down')) });
+    await assert.rejects(withLock('outer', () => 1, { store: failing, timeProvider: clock, skipOnLockFailure: true }), LockStoreError);
+    await assert.rejects(withLock('outer', () => 1, { skipOnLockFailure: 'yes' }), /skipOnLockFailure must be a boolean, got "yes"/);
+  });
+
   test('as a method decorator, every call runs under the lock, with `this` intact', async () => {
     const clock = new FakeTimeProvider();
-    const decorate = withLock('nightly-job', { timeProvider: clock });
+    const decorate = withLock('nightly-job', { timeProvider: clock, wait: 0 });
     class Job {
       constructor() {
         this.name = 'job';
@@ -430,6 +501,16 @@ describe('withLock', () => {
     await assert.rejects(job.run(2), LockNotAcquiredError);
     assert.equal(await first, 'job:1:number');
     assert.throws(() => decorate(() => {}, { kind: 'field' }), TypeError);
+
+    // With skipOnLockFailure, a call that finds the key held resolves undefined.
+    const skipping = withLock('nightly-job', { timeProvider: clock, skipOnLockFailure: true });
+    const run = skipping(async function (x) {
+      await flush(1);
+      return `${this.name}:${x}`;
+    }, { kind: 'method', name: 'run' });
+    const holder = run.call(job, 1);
+    assert.equal(await run.call(job, 2), undefined);
+    assert.equal(await holder, 'job:1');
   });
 
   test("as a method decorator, the options' signal and operationKey are honoured like withLock(key, fn, options)", async () => {

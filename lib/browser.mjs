@@ -13,6 +13,7 @@ const api = createLazyApi(() => new URL('../dist/wasm/leasehold_wasm_bg.wasm', i
 export const {
   engine,
   init,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

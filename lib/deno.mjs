@@ -10,6 +10,7 @@ const api = createLoadedApi(Deno.readFileSync(new URL('../dist/wasm/leasehold_wa
 export const {
   engine,
   init,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

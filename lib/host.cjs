@@ -1141,7 +1141,7 @@ function createApi(binding, options) {
   const EXECUTE_OPTIONS = ['operationKey', 'signal'];
   const BUILDER_OPTIONS = ['timeProvider', 'telemetry'];
   const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
-  const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS];
+  const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS, 'skipOnLockFailure'];
 
   function refuseMemoryWait(waitMs, store, host) {
     if (memoryWaitRefused !== undefined && waitMs > 0 && store instanceof MemoryLockStore && host === systemHost.instance) {
@@ -1609,31 +1609,33 @@ function createApi(binding, options) {
    * Runs `fn` under one lock: `withLock(key, fn, options)`. Called without a function —
    * `withLock(key, options)` or `withLock(options)` — it is a method decorator (standard
    * decorators) that runs each call of the method under the lock.
+   *
+   * Unlike `addLock`, a held key is waited for: `wait` defaults to the lock's ttl, longer
+   * than a lease left behind by a crashed holder can last. With `skipOnLockFailure` it
+   * defaults to 0, and a key still held resolves `undefined` instead of rejecting.
    */
   function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
     if (typeof fnOrOptions === 'function') {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
-        const pipeline = pipelineFor(keyOrOptions, maybeOptions);
-        const keyed = isKey(keyOrOptions);
-        if (!keyed && maybeOptions !== undefined) {
+        const locked = lockedRunner(keyOrOptions, maybeOptions);
+        if (!isKey(keyOrOptions) && maybeOptions !== undefined) {
           throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
         }
-        return pipeline.execute(fnOrOptions, executeOptions(keyed ? maybeOptions : keyOrOptions));
+        return locked.run(fnOrOptions);
       } catch (error) {
         return Promise.reject(error);
       }
     }
-    const pipeline = pipelineFor(keyOrOptions, fnOrOptions);
     // `withLock(key, options)` or `withLock(options)`: its signal and operationKey apply
     // to every call, as the function form's do to its one.
-    const options = executeOptions(isKey(keyOrOptions) ? fnOrOptions : keyOrOptions);
+    const locked = lockedRunner(keyOrOptions, fnOrOptions);
     return function lockedMethod(method, context) {
       if (typeof method !== 'function' || context?.kind !== 'method') {
         throw new TypeError('withLock(...) decorates methods only');
       }
       return function (...args) {
-        return pipeline.execute(() => method.apply(this, args), options);
+        return locked.run(() => method.apply(this, args));
       };
     };
   }
@@ -1641,7 +1643,8 @@ function createApi(binding, options) {
   /** withLock's first argument is its key (not its options). */
   const isKey = (value) => typeof value === 'string' || typeof value === 'function';
 
-  function pipelineFor(keyOrOptions, options) {
+  /** The pipeline of one withLock call or decorated method, and how it runs a function. */
+  function lockedRunner(keyOrOptions, options) {
     let lockOptions = options;
     if (isKey(keyOrOptions)) {
       if (options !== undefined && (options === null || typeof options !== 'object')) {
@@ -1661,19 +1664,34 @@ function createApi(binding, options) {
     if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
       throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
     }
-    const { timeProvider, telemetry, signal: _signal, operationKey: _operationKey, ...lock } = lockOptions;
+    const { timeProvider, telemetry, signal, operationKey, skipOnLockFailure = false, ...lock } = lockOptions;
+    if (typeof skipOnLockFailure !== 'boolean') {
+      throw new TypeError(`skipOnLockFailure must be a boolean, got ${describe(skipOnLockFailure)}`);
+    }
+    if (lock.wait === undefined) lock.wait = skipOnLockFailure ? 0 : (lock.ttl ?? DEFAULT_TTL);
     // A MemoryLockStore's leases run on its clock: without a timeProvider, so does the lock.
     const clock = timeProvider === undefined && lock.store instanceof MemoryLockStore ? lock.store[TIME_PROVIDER] : timeProvider;
     const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
     pipeline.definedLock = -1;
-    return pipeline;
-  }
-
-  function executeOptions(options) {
-    if (!options || typeof options !== 'object') return undefined;
-    const { signal, operationKey } = options;
-    return signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };
+    const execute = signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };
+    return {
+      run(callback) {
+        if (!skipOnLockFailure) return pipeline.execute(callback, execute);
+        // Only this lock's own rejection is skipped: one from inside the callback (a nested lock
+        // that failed) is the caller's to see.
+        let started = false;
+        return pipeline
+          .execute((context) => {
+            started = true;
+            return callback(context);
+          }, execute)
+          .catch((error) => {
+            if (!started && isRejection(error)) return undefined;
+            throw error;
+          });
+      },
+    };
   }
 
   /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
@@ -1699,6 +1717,8 @@ function createApi(binding, options) {
 
   const api = {
     engine: engineName,
+    // Why Node/Bun run wasm instead of the native addon; undefined when nothing fell back.
+    engineFallbackReason: options.engineFallbackReason,
     ResiliencePipelineBuilder,
     ResiliencePipeline,
     MemoryLockStore,

@@ -1,7 +1,8 @@
 'use strict';
-// `require('leasehold')` on Node and Bun: the native addon where a prebuilt binary for
-// this platform loads, the wasm module otherwise. LEASEHOLD_ENGINE=wasm (or =native)
-// forces a choice; `engine` says which one runs.
+// `require('leasehold')` on Node and Bun: the native addon where one for this platform
+// loads (lib/native.cjs says where it looks), the wasm module otherwise, with the reason
+// in `engineFallbackReason`. LEASEHOLD_ENGINE=wasm (or =native) forces a choice; `engine`
+// says which one runs.
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { createApi } = require('./host.cjs');
 const { checkInitOptions } = require('./init-options.cjs');
@@ -11,20 +12,21 @@ function pickEngine() {
   if (wanted !== undefined && wanted !== '' && wanted !== 'native' && wanted !== 'wasm') {
     throw new TypeError(`LEASEHOLD_ENGINE must be 'native' or 'wasm', got '${wanted}'`);
   }
-  if (wanted !== 'wasm') {
-    try {
-      return { engine: 'native', binding: require('./native.cjs').load() };
-    } catch (error) {
-      if (wanted === 'native') {
-        throw new Error('LEASEHOLD_ENGINE=native, but the native addon did not load', { cause: error });
-      }
-    }
+  if (wanted === 'wasm') {
+    return { engine: 'wasm', binding: require('./wasm-node.cjs').load(), engineFallbackReason: 'LEASEHOLD_ENGINE=wasm' };
   }
-  return { engine: 'wasm', binding: require('./wasm-node.cjs').load() };
+  try {
+    return { engine: 'native', binding: require('./native.cjs').load(), engineFallbackReason: undefined };
+  } catch (error) {
+    if (wanted === 'native') {
+      throw new Error(`LEASEHOLD_ENGINE=native, but the native addon did not load: ${error.message}`, { cause: error });
+    }
+    return { engine: 'wasm', binding: require('./wasm-node.cjs').load(), engineFallbackReason: error.message };
+  }
 }
 
-const { engine, binding } = pickEngine();
-module.exports = createApi(binding, { engine, AsyncLocalStorage });
+const { engine, binding, engineFallbackReason } = pickEngine();
+module.exports = createApi(binding, { engine, engineFallbackReason, AsyncLocalStorage });
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {
   checkInitOptions(options);

@@ -5,6 +5,7 @@ import api from './index.cjs';
 export const {
   engine,
   init,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

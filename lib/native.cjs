@@ -1,25 +1,63 @@
 'use strict';
-// Loads the prebuilt native addon for this platform, or throws when there is none.
+// Loads the native addon for this platform, first found wins:
+//   1. dist/leasehold.<triple>.node: an addon built in a clone of the repository
+//      (scripts/build.sh). The published package leaves it out.
+//   2. the `@leasehold/<triple>` package, an optional dependency of leasehold that npm
+//      installs only on the platform it matches (its os, cpu and libc fields).
+// Neither: it throws an Error whose message says why, which index.cjs publishes as
+// `engineFallbackReason` when it falls back to wasm.
+const fs = require('node:fs');
 const path = require('node:path');
 
-function abiSuffix() {
-  if (process.platform !== 'linux') return '';
+function libc() {
   // musl systems say so in their ldd; reading it needs no special permission (Deno
   // gates process.report behind --allow-sys).
   try {
-    return require('node:fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? '-musl' : '-gnu';
+    return fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu';
   } catch {
-    const glibc = process.report?.getReport?.()?.header?.glibcVersionRuntime;
-    return glibc ? '-gnu' : '-musl';
+    return process.report?.getReport?.()?.header?.glibcVersionRuntime ? 'gnu' : 'musl';
   }
 }
 
-function addonFile() {
-  return `leasehold.${process.platform}-${process.arch}${abiSuffix()}.node`;
+/** This platform's name as the platform packages use it: `linux-x64-gnu`, `darwin-arm64`, `win32-x64-msvc`. */
+function platformTriple() {
+  const base = `${process.platform}-${process.arch}`;
+  if (process.platform === 'linux') return `${base}-${libc()}`;
+  if (process.platform === 'win32') return `${base}-msvc`;
+  return base;
+}
+
+/** The addon's file name, in dist/ of a clone and in its platform package. */
+function addonFile(triple = platformTriple()) {
+  return `leasehold.${triple}.node`;
+}
+
+/** Requires the addon from the first place that has one; throws saying why none loaded. */
+function requireAddon() {
+  const triple = platformTriple();
+  const built = path.join(__dirname, '..', 'dist', addonFile(triple));
+  if (fs.existsSync(built)) return require(built);
+  const name = `@leasehold/${triple}`;
+  let resolved;
+  try {
+    resolved = require.resolve(name);
+  } catch {
+    const published = Object.hasOwn(require('../package.json').optionalDependencies ?? {}, name);
+    throw new Error(
+      published
+        ? `${name} is not installed (npm skips it when optional dependencies are omitted: install again without --omit=optional)`
+        : `no native addon is published for ${triple}`,
+    );
+  }
+  try {
+    return require(resolved);
+  } catch (error) {
+    throw new Error(`${name} did not load: ${error?.message ?? error}`, { cause: error });
+  }
 }
 
 function load() {
-  const addon = require(path.join(__dirname, '..', 'dist', addonFile()));
+  const addon = requireAddon();
   // The calls of every execution are plain N-API callbacks (bindings-node/src/fast.rs),
   // cheaper than napi-rs methods; an engine takes them once enabled.
   const Native = addon.NativeEngine;
@@ -40,4 +78,4 @@ function load() {
   return { Engine, checkDuration: addon.checkDuration };
 }
 
-module.exports = { load, addonFile };
+module.exports = { load, addonFile, platformTriple };

@@ -22,6 +22,7 @@ const api = createLoadedApi(wasmModule, AsyncLocalStorage, MEMORY_WAIT_REFUSED);
 export const {
   engine,
   init,
+  engineFallbackReason,
   ResiliencePipelineBuilder,
   ResiliencePipeline,
   MemoryLockStore,

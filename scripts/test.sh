@@ -24,8 +24,10 @@ bash scripts/build.sh
 step "wasm binding tests (Node and headless Chromium)"
 bash scripts/test-wasm-bindgen.sh
 
-step "type test"
+step "type test (nodenext, bundler) and the package's types (attw)"
 npx tsc -p js-tests/types
+npx tsc -p js-tests/types/tsconfig.bundler.json
+npx attw --pack . --quiet
 
 step "JS suite on the native engine"
 LEASEHOLD_ENGINE=native node --test --test-concurrency=2 js-tests/*.test.mjs
@@ -33,5 +35,5 @@ LEASEHOLD_ENGINE=native node --test --test-concurrency=2 js-tests/*.test.mjs
 step "JS suite on the wasm engine"
 LEASEHOLD_ENGINE=wasm node --test --test-concurrency=2 js-tests/*.test.mjs
 
-step "runtime matrix (Node 20/22, Bun, Deno, workerd, Chromium)"
-node js-tests/matrix/run.mjs
+step "runtime matrix on the packed package, installed outside the repo (Node 20/22/24, Bun, Deno, workerd, Chromium)"
+node js-tests/matrix/run.mjs --pack

@@ -22,11 +22,12 @@ try {
   for (let cause = error?.cause; cause; cause = cause.cause) detail += `\ncaused by: ${cause?.stack ?? cause}`;
   results = [{ name: 'load', ok: false, detail }];
 }
-// The file the runtime resolved the package to, relative to the package root.
+// The file the runtime resolved the package to, relative to the package root (run.mjs
+// passes it: the repository, or the installed copy).
 let entry;
 try {
   const url = import.meta.resolve(config.specifier);
-  const rootUrl = new URL('../../', import.meta.url).href;
+  const rootUrl = config.packageRoot ?? new URL('../../', import.meta.url).href;
   entry = url.startsWith(rootUrl) ? url.slice(rootUrl.length) : url;
 } catch {
   entry = undefined;

@@ -3,11 +3,13 @@
 // supports, with every engine that runtime can load, and writes
 // js-tests/matrix/RESULTS.md (the README's runtime table).
 //
-//   node js-tests/matrix/run.mjs        (after `bash scripts/build.sh`)
+//   node js-tests/matrix/run.mjs          the working tree (after `bash scripts/build.sh`)
+//   node js-tests/matrix/run.mjs --pack   the packed package installed in a fresh project
+//                                         outside the repository (pack.mjs): `npm test`
 //
-// Runtimes: Node (this one, 20) and Node 22 (npm, js-tests/matrix/node22), Bun and Deno
-// (npm), workerd through miniflare, headless Chromium through playwright-core. Each
-// loads the package by name, so the package's `exports` conditions pick the entry.
+// Runtimes: Node (this one, 20), Node 22 and 24 (npm, js-tests/matrix/node22 and node24),
+// Bun and Deno (npm), workerd through miniflare, headless Chromium through playwright-core.
+// Each loads the package by name, so the package's `exports` conditions pick the entry.
 // Prints one line per runtime × engine and `matrix: N passed, M failed`; exits 1 on
 // any failure. Every child is bounded by a timeout and killed when this process exits.
 import { spawn, spawnSync } from 'node:child_process';
@@ -16,21 +18,35 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CHROMIUM_ARGS } from '../support/chromium.mjs';
+import { installPacked } from './pack.mjs';
 import { checkNames } from './scenario.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
-const tmp = path.join(root, 'js-tests', '.tmp', 'matrix');
+const packed = process.argv.includes('--pack') ? installPacked(root) : undefined;
+// Where the runtimes run and resolve `leasehold` from, and the package they find there.
+const project = packed?.project ?? root;
+const packageDir = packed?.packageDir ?? root;
+const tmp = packed ? path.join(project, 'matrix') : path.join(root, 'js-tests', '.tmp', 'matrix');
 const RUN_TIMEOUT_MS = 90_000;
 const EXIT_GRACE_MS = 5_000;
 const CONCURRENCY = 2;
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 const bin = (...parts) => path.join(root, ...parts);
-const NODE22 = bin('js-tests', 'matrix', 'node22', 'node_modules', 'node', 'bin', 'node');
+const nodeOf = (major) => bin('js-tests', 'matrix', `node${major}`, 'node_modules', 'node', 'bin', 'node');
+const NODE22 = nodeOf(22);
+const NODE24 = nodeOf(24);
 const BUN = bin('node_modules', '.bin', 'bun');
 const DENO = bin('node_modules', '.bin', 'deno');
-const HARNESS = path.join(here, 'harness.mjs');
+// An installed copy is imported from a harness in its project, so `leasehold` resolves
+// to node_modules there and never to the repository.
+if (packed) {
+  fs.mkdirSync(tmp, { recursive: true });
+  for (const file of ['harness.mjs', 'scenario.mjs']) fs.copyFileSync(path.join(here, file), path.join(tmp, file));
+}
+const HARNESS = path.join(packed ? tmp : here, 'harness.mjs');
+const SCENARIO = path.join(packed ? tmp : here, 'scenario.mjs');
 
 // ---- children: bounded, and killed with this process -------------------------------
 
@@ -59,7 +75,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
  */
 function runChild(command, args, { env, timeoutMs = RUN_TIMEOUT_MS }) {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command, args, { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     live.add(child);
     let stdout = '';
     let stderr = '';
@@ -117,24 +133,24 @@ async function withTimeout(promise, ms, what) {
 function resolveEntry(condition) {
   const args = ['--input-type=module', '-e', "process.stdout.write(import.meta.resolve('leasehold'))"];
   if (condition) args.unshift(`--conditions=${condition}`);
-  const r = spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, args, { cwd: project, encoding: 'utf8', timeout: 20_000 });
   if (r.status !== 0) throw new Error(`resolving leasehold under '${condition}': ${r.stderr}`);
   return fileURLToPath(r.stdout.trim());
 }
 
-const exportNames = Object.keys(await import(pathToFileURL(bin('lib', 'index.mjs')).href))
+const exportNames = Object.keys(await import(pathToFileURL(path.join(packageDir, 'lib', 'index.mjs')).href))
   .filter((name) => name !== 'default')
   .sort();
 
-function ensureNode22() {
-  if (fs.existsSync(NODE22)) return;
-  console.log('[matrix] installing Node 22 for the matrix: npm ci --prefix js-tests/matrix/node22');
-  const r = spawnSync('npm', ['ci', '--prefix', path.dirname(path.dirname(path.dirname(path.dirname(NODE22)))), '--no-audit', '--no-fund'], {
+function ensureNode(major) {
+  if (fs.existsSync(nodeOf(major))) return;
+  console.log(`[matrix] installing Node ${major} for the matrix: npm ci --prefix js-tests/matrix/node${major}`);
+  const r = spawnSync('npm', ['ci', '--prefix', path.join(here, `node${major}`), '--no-audit', '--no-fund'], {
     cwd: root,
     stdio: 'inherit',
     timeout: 180_000,
   });
-  if (r.status !== 0) console.log('[matrix] npm ci for Node 22 failed; its runs will fail');
+  if (r.status !== 0) console.log(`[matrix] npm ci for Node ${major} failed; its runs will fail`);
 }
 
 // ---- one run per runtime × engine ---------------------------------------------------
@@ -158,7 +174,7 @@ function cliRun({ runtime, engine, command, args, specifier, ambientAcrossAwait 
       if (!fs.existsSync(command)) {
         return { results: [{ name: 'load', ok: false, detail: `${command} is not installed: run npm ci` }] };
       }
-      const config = { specifier, engine, ambientAcrossAwait, exportNames };
+      const config = { specifier, engine, ambientAcrossAwait, exportNames, packageRoot: pathToFileURL(`${packageDir}/`).href };
       const out = await runChild(command, [...args, HARNESS], {
         env: { ...process.env, ...env, LEASEHOLD_MATRIX_CONFIG: JSON.stringify(config) },
       });
@@ -195,9 +211,9 @@ function workerdRun() {
         [
           '// Generated by js-tests/matrix/run.mjs.',
           `import * as api from '${rel(entry)}';`,
-          `import { DurableObjectLockStore } from '${rel(path.join(root, 'lib', 'durable-object.mjs'))}';`,
-          `import { prepare, runScenario } from '${rel(path.join(here, 'scenario.mjs'))}';`,
-          `export { LockDurableObject } from '${rel(path.join(root, 'lib', 'durable-object.mjs'))}';`,
+          `import { DurableObjectLockStore } from '${rel(path.join(packageDir, 'lib', 'durable-object.mjs'))}';`,
+          `import { prepare, runScenario } from '${rel(SCENARIO)}';`,
+          `export { LockDurableObject } from '${rel(path.join(packageDir, 'lib', 'durable-object.mjs'))}';`,
           'const prepared = prepare(api);',
           'export default {',
           '  async fetch(request, env) {',
@@ -218,7 +234,7 @@ function workerdRun() {
         mf = new Miniflare({
           modules: true,
           scriptPath,
-          modulesRoot: root,
+          modulesRoot: project,
           modulesRules: [
             { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
             { type: 'CompiledWasm', include: ['**/*.wasm'] },
@@ -235,7 +251,7 @@ function workerdRun() {
         );
         const text = await response.text();
         if (!response.ok) throw new Error(`HTTP ${response.status}: ${text.slice(0, 2000)}`);
-        return { version: `workerd ${version}`, entry: path.relative(root, entry), ...JSON.parse(text) };
+        return { version: `workerd ${version}`, entry: path.relative(packageDir, entry), ...JSON.parse(text) };
       } catch (error) {
         return { version: `workerd ${version}`, results: [{ name: 'load', ok: false, detail: String(error?.stack ?? error) }] };
       } finally {
@@ -249,7 +265,9 @@ const CONTENT_TYPES = { '.mjs': 'text/javascript', '.js': 'text/javascript', '.w
 
 /** Serves the page, the package's lib/ and dist/, and the scenario, on 127.0.0.1 only. */
 function startServer(page) {
-  const allowed = ['lib/', 'dist/', 'js-tests/matrix/'];
+  const allowed = [path.join(packageDir, 'lib'), path.join(packageDir, 'dist'), path.dirname(SCENARIO)].map(
+    (dir) => `${path.relative(project, dir).split(path.sep).join('/')}/`,
+  );
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     if (url.pathname === '/') {
@@ -257,8 +275,8 @@ function startServer(page) {
       return res.end(page);
     }
     const rel = decodeURIComponent(url.pathname).replace(/^\/+/, '');
-    const file = path.resolve(root, rel);
-    if (!allowed.some((dir) => rel.startsWith(dir)) || !file.startsWith(root + path.sep) || !fs.existsSync(file)) {
+    const file = path.resolve(project, rel);
+    if (!allowed.some((dir) => rel.startsWith(dir)) || !file.startsWith(project + path.sep) || !fs.existsSync(file)) {
       res.writeHead(404);
       return res.end();
     }
@@ -278,14 +296,16 @@ function chromiumRun() {
     entry: 'leasehold',
     condition: 'browser',
     async run() {
-      const entry = '/' + path.relative(root, resolveEntry('browser')).split(path.sep).join('/');
+      const resolved = resolveEntry('browser');
+      const entry = '/' + path.relative(project, resolved).split(path.sep).join('/');
+      const scenarioUrl = '/' + path.relative(project, SCENARIO).split(path.sep).join('/');
       const config = { engine: 'wasm', ambientAcrossAwait: false, exportNames };
       // An import map stands in for a bundler: `leasehold` is the file the `browser`
       // condition resolves to.
       const page = `<!doctype html><meta charset="utf-8"><title>leasehold matrix</title>
 <script type="importmap">${JSON.stringify({ imports: { leasehold: entry } })}</script>
 <script type="module">
-import { prepare, runScenario } from '/js-tests/matrix/scenario.mjs';
+import { prepare, runScenario } from '${scenarioUrl}';
 window.leaseholdMatrix = import('leasehold').then(
   (api) => runScenario(api, ${JSON.stringify(config)}, prepare(api)),
   (error) => [{ name: 'load', ok: false, detail: String(error && error.stack || error) }],
@@ -308,7 +328,7 @@ window.leaseholdMatrix = import('leasehold').then(
         await tab.waitForFunction(() => window.leaseholdMatrix !== undefined, undefined, { timeout: 30_000 });
         const results = await withTimeout(tab.evaluate(() => window.leaseholdMatrix), RUN_TIMEOUT_MS, 'the scenario in Chromium');
         if (pageErrors.length) results.push({ name: 'pageErrors', ok: false, detail: pageErrors.join('\n') });
-        return { version: `Chromium ${browser.version()}`, entry: entry.slice(1), results };
+        return { version: `Chromium ${browser.version()}`, entry: path.relative(packageDir, resolved).split(path.sep).join('/'), results };
       } catch (error) {
         const detail = [String(error?.stack ?? error), ...pageErrors].join('\n');
         return { version: browser ? `Chromium ${browser.version()}` : undefined, results: [{ name: 'load', ok: false, detail }] };
@@ -320,13 +340,16 @@ window.leaseholdMatrix = import('leasehold').then(
   };
 }
 
-ensureNode22();
+ensureNode(22);
+ensureNode(24);
 
 const runs = [
   cliRun({ runtime: 'Node 20', engine: 'native', command: process.execPath, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'native' } }),
   cliRun({ runtime: 'Node 20', engine: 'wasm', command: process.execPath, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'wasm' } }),
   cliRun({ runtime: 'Node 22', engine: 'native', command: NODE22, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'native' } }),
   cliRun({ runtime: 'Node 22', engine: 'wasm', command: NODE22, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'wasm' } }),
+  cliRun({ runtime: 'Node 24', engine: 'native', command: NODE24, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'native' } }),
+  cliRun({ runtime: 'Node 24', engine: 'wasm', command: NODE24, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'wasm' } }),
   cliRun({ runtime: 'Bun', engine: 'native', command: BUN, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'native' } }),
   cliRun({ runtime: 'Bun', engine: 'wasm', command: BUN, args: [], specifier: 'leasehold', env: { LEASEHOLD_ENGINE: 'wasm' } }),
   // Deno picks the `deno` condition (wasm) for `leasehold`; `leasehold/node` is the Node
@@ -375,7 +398,13 @@ async function worker() {
 await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 
 const passed = outcomes.filter((o) => o.ok).length;
-const failed = outcomes.length - passed;
+let failed = outcomes.length - passed;
+if (packed) {
+  for (const c of packed.checks) {
+    console.log(`${c.ok ? 'ok  ' : 'FAIL'} installed copy: ${c.name}: ${c.detail}`);
+    if (!c.ok) failed += 1;
+  }
+}
 
 const CHECK_TITLES = {
   entry: 'entry & engine',
@@ -390,14 +419,17 @@ const CHECK_TITLES = {
 const columns = [...checkNames, 'exits'];
 let size;
 try {
-  size = JSON.parse(fs.readFileSync(bin('dist', 'wasm', 'size.json'), 'utf8'));
+  size = JSON.parse(fs.readFileSync(path.join(packageDir, 'dist', 'wasm', 'size.json'), 'utf8'));
 } catch {
   size = undefined;
 }
 const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
 const lines = [
-  '<!-- Generated by `node js-tests/matrix/run.mjs`; do not edit by hand. -->',
+  `<!-- Generated by \`node js-tests/matrix/run.mjs${packed ? ' --pack' : ''}\`; do not edit by hand. -->`,
   '',
+  ...(packed
+    ? [`Run against the packed package (\`npm pack\`, with \`@leasehold/${packed.triple}\`) installed in a fresh project.`, '']
+    : []),
   `| Runtime | Engine | Loaded as | ${columns.map((n) => CHECK_TITLES[n] ?? n).join(' | ')} |`,
   `| --- | --- | --- | ${columns.map(() => ':---:').join(' | ')} |`,
 ];
@@ -451,4 +483,9 @@ if (from >= 0 && to > from) {
 
 console.log(`[matrix] wrote js-tests/matrix/RESULTS.md in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 console.log(`matrix: ${passed} passed, ${failed} failed`);
+if (packed) {
+  // Kept when something failed, to look into.
+  if (failed === 0) fs.rmSync(project, { recursive: true, force: true });
+  else console.log(`[matrix] the installed copy is kept in ${project}`);
+}
 process.exitCode = failed === 0 ? 0 : 1;
