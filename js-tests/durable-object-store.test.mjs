@@ -97,6 +97,7 @@ test('in workerd a wait on the memory store is refused at once, saying why and w
   assert.match(refusals.explicitMemoryWait, why);
   assert.match(refusals.acquireLockWait, why);
   assert.match(refusals.withLockWait, why);
+  assert.equal(refusals.withLockDefault, 'ran', "withLock without a wait fails fast there: it is not refused");
   assert.equal(refusals.memoryFailFast, 'no error');
   assert.equal(refusals.fakeClockWait, 'no error', 'a fake clock runs within one request: its waits are kept');
   assert.match(refusals.badNamespace, /^TypeError: namespace must be a Durable Object namespace binding/);

@@ -1668,9 +1668,13 @@ function createApi(binding, options) {
     if (typeof skipOnLockFailure !== 'boolean') {
       throw new TypeError(`skipOnLockFailure must be a boolean, got ${describe(skipOnLockFailure)}`);
     }
-    if (lock.wait === undefined) lock.wait = skipOnLockFailure ? 0 : (lock.ttl ?? DEFAULT_TTL);
     // A MemoryLockStore's leases run on its clock: without a timeProvider, so does the lock.
     const clock = timeProvider === undefined && lock.store instanceof MemoryLockStore ? lock.store[TIME_PROVIDER] : timeProvider;
+    // Where the runtime cannot wait on the in-process store (workerd), withLock fails fast
+    // there by default rather than refusing every call.
+    const cannotWait =
+      memoryWaitRefused !== undefined && clock === undefined && (lock.store === undefined || lock.store instanceof MemoryLockStore);
+    if (lock.wait === undefined) lock.wait = skipOnLockFailure || cannotWait ? 0 : (lock.ttl ?? DEFAULT_TTL);
     const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
     pipeline.definedLock = -1;

@@ -68,6 +68,7 @@ export default {
           withLockWait: await Promise.resolve()
             .then(() => withLock({ key: 'm', wait: '1s' }, () => 'ran'))
             .then((v) => `no error: ${v}`, (e) => `${e.name}: ${e.message}`),
+          withLockDefault: await withLock('m', () => 'ran').then((v) => v, (e) => `${e.name}: ${e.message}`),
           acquireLockWait: await acquireLock(new MemoryLockStore(), 'm', 1000, { wait: 10 }).then(() => 'no error', (e) => `${e.name}: ${e.message}`),
           badNamespace: attempt(() => new DurableObjectLockStore({ namespace: {} })),
           badOption: attempt(() => new DurableObjectLockStore({ namespace: env.LOCKS, prefx: 'x' })),
