@@ -22,6 +22,7 @@ export declare class LockDurableObject {
   wait(owner: string): { fencingToken: number } | null | Promise<{ fencingToken: number } | null>;
   isLocked(): boolean;
   ttl(): number | undefined;
+  queueLength(): number;
 }
 
 export interface DurableObjectLockStoreOptions {
@@ -41,4 +42,6 @@ export declare class DurableObjectLockStore implements LockStore {
   subscribe(key: string, onReleased: (grant?: LockGrant) => boolean | void): () => void;
   isLocked(key: string): Promise<boolean>;
   ttl(key: string): Promise<number | undefined>;
+  /** How many owners wait for `key` (advisory). */
+  queueLength(key: string): Promise<number>;
 }

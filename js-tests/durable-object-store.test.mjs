@@ -67,6 +67,30 @@ test('a request waits for the lock another request holds, and gets a larger toke
   assert.deepEqual(await get('/locked?key=handover'), { locked: false, ttl: null });
 });
 
+test('waiting requests are handed the lease in the order they queued', { skip, timeout: 30_000 }, async () => {
+  const key = 'fifo';
+  const queuedReaches = async (n) => {
+    for (let i = 0; i < 200; i++) {
+      if ((await get(`/queued?key=${key}`)).queued === n) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`the queue of ${key} never reached ${n}`);
+  };
+  const holder = get(`/run?key=${key}&hold=3000&name=holder`);
+  while (!(await get(`/locked?key=${key}`)).locked) await new Promise((resolve) => setTimeout(resolve, 10));
+  const waiters = [];
+  for (const [i, name] of ['w1', 'w2', 'w3'].entries()) {
+    waiters.push(get(`/run?key=${key}&hold=10&wait=20s&name=${name}`));
+    await queuedReaches(i + 1);
+  }
+  await Promise.all([holder, ...waiters]);
+  const seen = await get('/seen');
+  const grants = seen.grants.filter((g) => g.key === key);
+  assert.deepEqual(grants.map((g) => g.name), ['holder', 'w1', 'w2', 'w3']);
+  for (let i = 1; i < grants.length; i++) assert.ok(grants[i].token > grants[i - 1].token, JSON.stringify(grants));
+  assert.equal((await get(`/queued?key=${key}`)).queued, 0);
+});
+
 test('eight concurrent requests on one key: no overlap, tokens increase in grant order', { skip, timeout: 30_000 }, async () => {
   const results = await Promise.all(
     Array.from({ length: 8 }, (_, i) => get(`/run?key=contended&hold=20&wait=20s&name=r${i}`)),

@@ -26,8 +26,14 @@ import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '.
 
 const LEASE = 'lease';
 const LAST_TOKEN = 'lastToken';
-/** A queued owner that has not asked again for this long has left (its engine asks at least every second). */
+/**
+ * A queued owner that has not asked again for this long has left. Its store keeps a
+ * `wait` open for it, answered "still queued" every WAIT_MS and then asked again.
+ */
 const QUEUE_ENTRY_MS = 3_000;
+const WAIT_MS = 1_000;
+/** `wait`'s answer when WAIT_MS passed without a grant: the owner is still queued. */
+const STILL_QUEUED = Object.freeze({ queued: true });
 const STORE_OPTIONS = ['namespace', 'prefix'];
 
 /**
@@ -55,12 +61,13 @@ export class LockDurableObject extends DurableObject {
   /**
    * Takes the lease for `owner` if it is free and nobody queued before: `{ fencingToken }`.
    * Answers the lease a release already handed to `owner`. Else null, after queueing
-   * `owner` when `queue` is true.
+   * `owner` when `queue` is true; a try without `queue` (it will not wait) leaves the queue.
    */
   acquire(owner, ttlMs, queue) {
     checkString('owner', owner);
     checkTtl(ttlMs);
     this.#expireIfDue();
+    if (queue !== true && this.#lease?.owner !== owner) this.#leave(owner);
     const lease = this.#lease;
     if (lease !== undefined) {
       if (lease.owner === owner && lease.granted) {
@@ -102,7 +109,8 @@ export class LockDurableObject extends DurableObject {
 
   /**
    * Answers `{ fencingToken }` when the lease is handed to `owner`, which a try queued;
-   * null when `owner` is not queued or leaves the queue (it stopped asking, or released).
+   * `{ queued: true }` when WAIT_MS passed first (ask again: asking keeps the owner
+   * queued); null when `owner` is not queued or leaves the queue.
    */
   wait(owner) {
     checkString('owner', owner);
@@ -110,14 +118,29 @@ export class LockDurableObject extends DurableObject {
     if (this.#lease?.owner === owner && this.#lease.granted) return { fencingToken: this.#lease.token };
     const entry = this.#queue.get(owner);
     if (entry === undefined) return null;
-    entry.notify?.(null); // one wait per owner: an earlier one is answered
-    return new Promise((resolve) => (entry.notify = resolve));
+    entry.seenAt = Date.now();
+    entry.notify?.(STILL_QUEUED); // one wait per owner: an earlier one is answered
+    return new Promise((resolve) => {
+      const notify = (answer) => {
+        clearTimeout(timer);
+        if (entry.notify === notify) entry.notify = undefined;
+        resolve(answer);
+      };
+      const timer = setTimeout(() => notify(STILL_QUEUED), WAIT_MS);
+      entry.notify = notify;
+    });
   }
 
   /** Whether the lease is live (advisory). */
   isLocked() {
     this.#expireIfDue();
     return this.#lease !== undefined;
+  }
+
+  /** How many owners wait for the lease (advisory). */
+  queueLength() {
+    this.#firstWaiter(); // those that stopped asking leave first
+    return this.#queue.size;
   }
 
   /** Milliseconds left on the live lease, undefined when free (advisory). */
@@ -229,6 +252,7 @@ export class DurableObjectLockStore {
     checkString('key', key);
     const sentAt = Date.now();
     const queue = options?.queue === true;
+    if (!queue) this.#queued.delete(owner); // a try that will not wait: the object takes it out of the queue
     const answer = await this.#stub(key).acquire(owner, ttlMs, queue);
     if (answer) {
       this.#queued.delete(owner);
@@ -259,6 +283,12 @@ export class DurableObjectLockStore {
     return this.#stub(key).ttl();
   }
 
+  /** How many owners wait for `key` (advisory). */
+  async queueLength(key) {
+    checkString('key', key);
+    return this.#stub(key).queueLength();
+  }
+
   /**
    * Calls `onReleased(grant)` (`{ owner, fencingToken, age }`) when the object handed the
    * lease on `key` to an owner this store queued; the listener returns true to claim it.
@@ -275,25 +305,36 @@ export class DurableObjectLockStore {
   }
 
   /**
-   * Keeps a `wait` open for `owner`, queued by a try sent at `sentAt`. The lease began
-   * after that try reached the object, so at most `now - sentAt` ago on this clock.
+   * Keeps a `wait` open for `owner` while it is queued, asking again each time the object
+   * answers "still queued": the waiting request always has I/O of its own in flight, and
+   * asking keeps its place. A grant came after the object answered the previous call (or
+   * the try that queued the owner, sent at `sentAt`), so the lease began at most
+   * `now - <when that call was sent>` ago on this clock.
    */
   #wait(key, owner, sentAt) {
-    const queued = { key, sentAt };
+    const queued = { key };
     this.#queued.set(owner, queued);
-    this.#stub(key)
-      .wait(owner)
-      .then(
-        (grant) => {
-          if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
-          if (!grant) return;
-          const offered = { owner, fencingToken: grant.fencingToken, age: Math.max(0, Date.now() - sentAt) };
-          if (!this.#listeners.offer(key, offered)) this.#stub(key).release(owner).catch(() => {});
-        },
-        () => {
-          // The object went away (evicted, redeployed): the waiter's next poll queues it again.
-          if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
-        },
-      );
+    const ask = (since) => {
+      const sent = Date.now();
+      this.#stub(key)
+        .wait(owner)
+        .then(
+          (answer) => {
+            if (answer?.queued === true) {
+              if (this.#queued.get(owner) === queued) ask(sent);
+              return;
+            }
+            if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
+            if (!answer) return;
+            const grant = { owner, fencingToken: answer.fencingToken, age: Math.max(0, Date.now() - since) };
+            if (!this.#listeners.offer(key, grant)) this.#stub(key).release(owner).catch(() => {});
+          },
+          () => {
+            // The object went away (evicted, redeployed): the waiter's next poll queues it again.
+            if (this.#queued.get(owner) === queued) this.#queued.delete(owner);
+          },
+        );
+    };
+    ask(sentAt);
   }
 }

@@ -57,6 +57,8 @@ export default {
       }
       case '/renew':
         return Response.json({ renewed: await store.renew(params.get('key'), params.get('owner'), 1000) });
+      case '/queued':
+        return Response.json({ queued: await store.queueLength(params.get('key')) });
       case '/locked':
         return Response.json({ locked: await store.isLocked(params.get('key')), ttl: (await store.ttl(params.get('key'))) ?? null });
       case '/refusals':
