@@ -103,6 +103,23 @@ await pipeline.execute(() => 'ran').then(
     assert.ok(Number(answer.split(' ').at(-1)) >= 1_500, `answered at the deadline: ${answer}`);
     exitedSoonAfter(run, answer);
   });
+
+  test("a JS store's lease keeps its renewals, and the process, alive while the callback runs", async () => {
+    // The in-process store holds no handle of its own: only the engine's renewal timer can
+    // keep the process alive until the (unref'd) check at 1 s.
+    const run = await runProcess(`
+let token = 0;
+let renewals = 0;
+const store = {
+  acquire: async () => ({ fencingToken: ++token }),
+  renew: async () => (renewals++, true),
+  release: async () => true,
+};
+const pipeline = new ResiliencePipelineBuilder().addLock({ key: 'job', ttl: '300ms', store }).build();
+pipeline.execute(() => { say('running'); return new Promise(() => {}); });
+setTimeout(() => { say(renewals >= 2 ? 'alive and renewing' : 'renewals: ' + renewals); process.exit(0); }, 1000).unref();`);
+    exitedSoonAfter(run, 'alive and renewing');
+  });
 });
 
 describe(`a host timer that never fires (${engine})`, () => {
