@@ -163,6 +163,43 @@ describe('the store contract', () => {
     assert.equal(await plain.release(key, 'A'), true);
   });
 
+  test('an acquire applied twice (a client retry after a lost answer): the token is the key\'s create revision', async () => {
+    const client = newClient();
+    const twice = Object.create(client, {
+      kv: {
+        value: {
+          txn: async (req) => {
+            await client.kv.txn(req); // applied, its answer lost
+            return client.kv.txn(req);
+          },
+          range: (req) => client.kv.range(req),
+        },
+      },
+    });
+    const store = newStore({ client: twice });
+    const plain = newStore({ client });
+    const key = uniqueKey('twice');
+    const a = await store.acquire(key, 'A', 2000, { queue: true });
+    assert.deepEqual((await keysUnder(client, key)).map((k) => [k.owner, k.create]), [['A', a.fencingToken]]);
+    assert.equal(await plain.release(key, 'A'), true);
+    // A try that does not wait: its second attempt finds its own key, first: held.
+    const b = await store.acquire(key, 'B', 2000);
+    assert.deepEqual((await keysUnder(client, key)).map((k) => [k.owner, k.create]), [['B', b.fencingToken]]);
+    // Queued behind B, from a retried transaction: granted when B goes.
+    const grants = [];
+    store.subscribe(key, (g) => grants.push(g) > 0);
+    assert.equal(await store.acquire(key, 'C', 2000, { queue: true }), undefined);
+    const [, c] = await keysUnder(client, key);
+    assert.equal(await plain.release(key, 'B'), true);
+    await within(3000, 'the grant to C', (async () => { while (grants.length === 0) await sleep(5); })());
+    assert.deepEqual(grants.map((g) => [g.owner, g.fencingToken]), [['C', c.create]]);
+    assert.equal(await plain.release(key, 'C'), true);
+    // Held by someone else: a try that does not wait, applied twice, leaves nothing.
+    await plain.acquire(key, 'D', 2000);
+    assert.equal(await store.acquire(key, 'E', 2000), undefined);
+    assert.deepEqual((await keysUnder(client, key)).map((k) => k.owner), ['D']);
+  });
+
   test('renew for a longer ttl than the lease was granted moves the key to a new lease; the token stays', async () => {
     const client = newClient();
     const store = newStore({ client });

@@ -203,13 +203,17 @@ class EtcdLockStore {
     // A kept lease is refreshed by a keep-alive sent with the transaction: the server
     // then keeps it at least ttl from this call, as the engine counts.
     const refreshed = lease.fresh ? undefined : this.#keepAlives.send(lease.id);
+    // Its own key is read back too: a client that retried the transaction (its first
+    // answer lost with a member) finds the key there from the first try, created at an
+    // earlier revision than this transaction's.
+    const mine = { request_range: { key: name, keys_only: true } };
     let reply;
     try {
       reply = await this.#kv.txn(
         queue
           ? {
               compare: [],
-              success: [put, this.#firstRange(prefix, end), this.#lastTwoRange(prefix, end)],
+              success: [put, this.#firstRange(prefix, end), this.#lastTwoRange(prefix, end), mine],
               failure: [],
             }
           : {
@@ -217,7 +221,7 @@ class EtcdLockStore {
               // writes ahead of the queue, nor leaves anything behind.
               compare: [{ key: prefix, range_end: end, target: CREATE, result: EQUAL, create_revision: 0 }],
               success: [put],
-              failure: [],
+              failure: [this.#firstRange(prefix, end), mine],
             },
       );
       if (refreshed !== undefined && (await refreshed) <= 0) throw new Error('EtcdLockStore: a kept lease lapsed');
@@ -228,10 +232,7 @@ class EtcdLockStore {
       throw err;
     }
     if (!lease.fresh) lease.keptAt = sentAt;
-    if (!queue && !reply.succeeded) {
-      this.#keep(lease);
-      return undefined;
-    }
+    const txnRev = revisionOf(reply, 'acquire');
     const e = {
       key,
       owner,
@@ -240,21 +241,40 @@ class EtcdLockStore {
       name,
       prefix,
       end,
-      rev: revisionOf(reply, 'acquire'),
+      rev: txnRev,
       state: HELD,
       stopWatch: noop,
       timer: undefined,
       checkedAt: sentAt,
       createdAt: sentAt,
     };
+    if (!queue && reply.succeeded) {
+      this.#entries.set(`${key}\u0000${owner}`, e);
+      return { fencingToken: e.rev };
+    }
+    const [firstAt, mineAt] = queue ? [1, 3] : [0, 1];
+    const own = rangeOf(reply, mineAt)[0];
+    if (own === undefined) {
+      this.#keep(lease); // held, and nothing of ours was written
+      return undefined;
+    }
+    e.rev = Number(own.create_revision);
     this.#entries.set(`${key}\u0000${owner}`, e);
-    if (!queue) return { fencingToken: e.rev };
-    const first = rangeOf(reply, 1)[0]?.key;
+    const first = rangeOf(reply, firstAt)[0]?.key;
     if (first === undefined || first.equals(name)) return { fencingToken: e.rev };
-    // Descending by create revision: this key, then the one just before it.
-    const ahead = rangeOf(reply, 2)[1]?.key;
     e.state = WAITING;
     this.#keepWaiting(e);
+    if (!queue) {
+      // A retried try that does not wait, whose first attempt was applied: it leaves.
+      await this.#leave(e);
+      return undefined;
+    }
+    if (e.rev !== txnRev) {
+      this.#recheck(e); // created by an earlier attempt: who is just before it is read again
+      return undefined;
+    }
+    // Descending by create revision: this key, then the one just before it.
+    const ahead = rangeOf(reply, 2)[1]?.key;
     this.#watchAhead(e, ahead, ahead.equals(first), e.rev);
     return undefined;
   }
