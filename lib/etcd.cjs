@@ -71,6 +71,12 @@ const RECHECK_MS = 5_000;
 const MAX_KEPT_LEASES = 32;
 // A kept lease is reused only while it has at least this long left.
 const KEPT_MARGIN_MS = 500;
+// Every so many new holders and waiters, the store forgets the holders whose lease has
+// run out by its count (a lease never released nor renewed: the engine winds it down
+// without a word), so that what it keeps stays bounded by the live leases.
+const SWEEP_EVERY = 1_024;
+// How long after a lease ran out by the store's count it is forgotten.
+const SWEEP_MARGIN_MS = 1_000;
 
 const WAITING = 'waiting';
 const GRANTED = 'granted'; // handed over by the watch, offered to the listeners
@@ -144,6 +150,7 @@ class EtcdLockStore {
   #kept = new Map(); // lease seconds -> kept leases
   #listeners = new ReleaseListeners((key) => this.#listenersChanged(key));
   #lingerTimers = new Map(); // key -> timer that drops its waiters
+  #untilSweep = SWEEP_EVERY;
   #closed = false;
 
   /** @param {{ client: object, prefix?: string }} options */
@@ -248,6 +255,7 @@ class EtcdLockStore {
       checkedAt: sentAt,
       createdAt: sentAt,
     };
+    if ((this.#untilSweep -= 1) === 0) this.#sweep();
     if (!queue && reply.succeeded) {
       this.#entries.set(`${key}\u0000${owner}`, e);
       return { fencingToken: e.rev };
@@ -495,6 +503,15 @@ class EtcdLockStore {
     e.timer = undefined;
     const id = `${e.key}\u0000${e.owner}`;
     if (this.#entries.get(id) === e) this.#entries.delete(id);
+  }
+
+  /** Forgets the holders whose lease ran out by this store's count (see SWEEP_EVERY). */
+  #sweep() {
+    this.#untilSweep = SWEEP_EVERY;
+    const now = performance.now();
+    for (const e of [...this.#entries.values()]) {
+      if (e.state === HELD && e.lease.keptAt + e.lease.granted * 1000 + SWEEP_MARGIN_MS < now) this.#forget(e);
+    }
   }
 
   /** A waiter leaves the queue: its key deleted, its lease kept for reuse. */
