@@ -6,7 +6,7 @@
  * (`client.namespace('app/')`, whose prefix then comes first in every key).
  */
 export interface Etcd3Like {
-  watch(): unknown;
+  readonly watchClient: { watch(): Promise<any> };
   readonly kv: { txn(request: object): Promise<any>; range(request: object): Promise<any> };
   readonly leaseClient: {
     leaseGrant(request: object): Promise<any>;

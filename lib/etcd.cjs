@@ -49,6 +49,7 @@ const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
 const { describe, checkOptionNames } = require('./describe.cjs');
 const { KeepAlives } = require('./etcd-keepalive.cjs');
+const { DeletionWatches } = require('./etcd-watch.cjs');
 
 function noop() {}
 
@@ -119,7 +120,7 @@ function isEtcdClient(client) {
   return (
     client != null &&
     typeof client === 'object' &&
-    typeof client.watch === 'function' &&
+    typeof client.watchClient?.watch === 'function' &&
     typeof client.kv?.txn === 'function' &&
     typeof client.kv?.range === 'function' &&
     typeof client.leaseClient?.leaseGrant === 'function' &&
@@ -140,10 +141,10 @@ function rangeOf(reply, i) {
 }
 
 class EtcdLockStore {
-  #client;
   #kv;
   #leases;
   #keepAlives;
+  #watches;
   #prefix;
   #namespace; // the client's namespace prefix (a Buffer), first in every key
   #entries = new Map(); // `${key}\0${owner}` -> entry, for this store's holders and waiters
@@ -164,10 +165,10 @@ class EtcdLockStore {
       throw new TypeError(`client must be an Etcd3 client (from the etcd3 package), got ${describe(client)}`);
     }
     checkText('prefix', prefix);
-    this.#client = client;
     this.#kv = client.kv;
     this.#leases = client.leaseClient;
     this.#keepAlives = new KeepAlives(client.leaseClient);
+    this.#watches = new DeletionWatches(client.watchClient);
     this.#prefix = prefix;
     this.#namespace = Buffer.isBuffer(client.prefix) ? client.prefix : Buffer.alloc(0);
   }
@@ -422,6 +423,7 @@ class EtcdLockStore {
     this.#kept.clear();
     await Promise.allSettled(work);
     this.#keepAlives.close();
+    this.#watches.close();
   }
 
   // ---- leases ----------------------------------------------------------------------
@@ -543,40 +545,13 @@ class EtcdLockStore {
    */
   #watchAhead(e, ahead, aheadIsFirst, revision) {
     e.stopWatch();
-    let stopped = false;
-    let watcher;
-    e.stopWatch = () => {
-      stopped = true;
-      watcher?.cancel().catch(noop);
-    };
     const gone = () => {
-      if (stopped) return;
-      e.stopWatch();
       if (e.state !== WAITING) return;
       if (aheadIsFirst) this.#granted(e);
       else this.#recheck(e);
     };
-    const local = ahead.subarray(this.#namespace.length);
-    let created;
-    try {
-      created = this.#client.watch().key(local).startRevision(String(revision + 1)).only('delete').create();
-    } catch (err) {
-      created = Promise.reject(err);
-    }
-    created.then(
-      (w) => {
-        if (stopped) return void w.cancel().catch(noop);
-        watcher = w;
-        w.on('delete', gone);
-        // A watch the server ends (a compacted revision, ...): read the queue again.
-        w.on('error', () => {
-          if (!stopped) this.#recheckLater(e);
-        });
-      },
-      () => {
-        if (!stopped) this.#recheckLater(e);
-      },
-    );
+    // A watch that etcd ends (a compacted revision): the queue is read again.
+    e.stopWatch = this.#watches.watch(ahead, revision + 1, gone, () => this.#recheckLater(e));
   }
 
   /** Reads who is ahead of `e` now: nobody (the lock is its), or a key to watch. */
