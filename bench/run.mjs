@@ -112,7 +112,7 @@ const S = quick
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
 // 4e and 5e: scenarios 4 and 5 on etcd (smaller counts: every lock is a write through consensus).
-S.etcdUncontended = quick ? { count: 200, warmup: 20, ttlMs: 10_000, rounds: 1 } : { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 3 };
+S.etcdUncontended = quick ? { count: 200, warmup: 20, ttlMs: 10_000, rounds: 1 } : { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 5 };
 S.etcdContended = quick
   ? { processes: 8, perProcess: 20, warmup: 10, contendedWarmup: 5, deadlineMs: 5_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 }
   : { processes: 8, perProcess: 100, warmup: 50, contendedWarmup: 20, deadlineMs: 8_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 };

@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Etcd3 } from 'etcd3';
@@ -75,6 +76,10 @@ after(async () => {
 });
 
 describe('options and arguments', () => {
+  test("require('leasehold/etcd') and import give one class", () => {
+    assert.equal(createRequire(import.meta.url)('leasehold/etcd').EtcdLockStore, EtcdLockStore);
+  });
+
   test('the constructor names what is wrong', () => {
     assert.throws(() => new EtcdLockStore(), /options must be an object with a client, got undefined/);
     assert.throws(() => new EtcdLockStore({}), /client must be an Etcd3 client .*got undefined/);
