@@ -173,3 +173,32 @@ test('the leader killed while waiters wait: all served, in order, one at a time,
   assert.deepEqual(order, [0, 1, 2, 3, 4, 5]);
   assert.ok(electedAt - killedAt < 10_000);
 });
+
+test('tries in flight while the leader dies are answered once a new leader is elected, within their ttl', async () => {
+  const c = await cluster();
+  const key = uniqueKey('inflight');
+  const sides = [storeOn(c), storeOn(c), storeOn(c), storeOn(c)];
+  // Each store has taken and released a lock once: its next try reuses that lease.
+  for (const { store } of sides) await new ResiliencePipelineBuilder().addLock({ key: `${key}-warm`, store, ttl: '3s' }).build().execute(() => 0);
+  const r = recorder();
+  const leader = await c.leader();
+  const started = performance.now();
+  const runs = sides.map(({ store }) =>
+    new ResiliencePipelineBuilder()
+      .addLock({ key, store, ttl: '3s', wait: '30s' })
+      .build()
+      .execute(async () => {
+        r.enter();
+        await sleep(10);
+        r.leave();
+        return performance.now() - started;
+      }),
+  );
+  await leader.kill();
+  const took = await within(20_000, 'every execution', Promise.all(runs));
+  assert.equal(r.overlaps, 0);
+  assert.equal(r.tokens.length, 4);
+  assertRising(r.tokens);
+  // The first holder got its answer well within the ttl (3 s), not after etcd's 5 s request timeout.
+  assert.ok(Math.min(...took) < 3_000, `first holder after ${Math.round(Math.min(...took))} ms`);
+});

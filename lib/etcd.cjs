@@ -84,6 +84,18 @@ const GRANTED = 'granted'; // handed over by the watch, offered to the listeners
 const HELD = 'held';
 const GONE = 'gone';
 
+// A request retried after a timeout or a lost member (see #retried) waits this long first.
+const RETRY_PAUSE_MS = 50;
+// The shortest gRPC deadline a try of such a request gets.
+const MIN_SLICE_MS = 250;
+
+/** A request that timed out, or whose member went away: it may succeed if sent again. */
+function isTransient(err) {
+  const code = err?.code ?? err?.cause?.code;
+  if (code === 4 || code === 14) return true; // DEADLINE_EXCEEDED, UNAVAILABLE
+  return /^GRPC(DeadlineExceeded|Unavailable)Error$/.test(err?.constructor?.name ?? '');
+}
+
 function checkText(name, value) {
   if (typeof value !== 'string' || value.length === 0) {
     throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
@@ -211,13 +223,15 @@ class EtcdLockStore {
     // A kept lease is refreshed by a keep-alive sent with the transaction: the server
     // then keeps it at least ttl from this call, as the engine counts.
     const refreshed = lease.fresh ? undefined : this.#keepAlives.send(lease.id);
+    // Awaited after the transaction: a failure meanwhile must not count as unhandled.
+    refreshed?.catch(noop);
     // Its own key is read back too: a client that retried the transaction (its first
     // answer lost with a member) finds the key there from the first try, created at an
     // earlier revision than this transaction's.
     const mine = { request_range: { key: name, keys_only: true } };
     let reply;
     try {
-      reply = await this.#kv.txn(
+      reply = await this.#retried(sentAt + (2 * ttlMs) / 3, () => this.#kv.txn(
         queue
           ? {
               compare: [],
@@ -231,8 +245,15 @@ class EtcdLockStore {
               success: [put],
               failure: [this.#firstRange(prefix, end), mine],
             },
-      );
-      if (refreshed !== undefined && (await refreshed) <= 0) throw new Error('EtcdLockStore: a kept lease lapsed');
+        { deadline: this.#deadline(sentAt + (2 * ttlMs) / 3) },
+      ));
+      if (refreshed !== undefined) {
+        // The keep-alive is sent again if its stream failed (a member gone): from later
+        // still, so the lease is kept at least as long.
+        let again = false;
+        const ttl = await this.#retried(sentAt + (2 * ttlMs) / 3, () => (again ? this.#keepAlives.send(lease.id) : ((again = true), refreshed)));
+        if (ttl <= 0) throw new Error('EtcdLockStore: a kept lease lapsed');
+      }
     } catch (err) {
       refreshed?.catch(noop);
       // The put may have been applied and its answer lost: the revoke takes the key too.
@@ -426,6 +447,29 @@ class EtcdLockStore {
     this.#watches.close();
   }
 
+  /**
+   * Runs `call` (a request that may run twice: an acquire's transaction, a lease grant)
+   * again when it timed out or its member went away, until `until` (performance.now()):
+   * a request in flight when a leader dies waits out etcd's request timeout (5 s and
+   * more), longer than many a ttl, while a new leader answers within an election.
+   */
+  async #retried(until, call) {
+    for (;;) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!isTransient(err) || performance.now() + RETRY_PAUSE_MS >= until) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
+    }
+  }
+
+  /** A gRPC deadline: a slice of the time left before `until`, so that a retry fits. */
+  #deadline(until) {
+    const left = until - performance.now();
+    return Date.now() + Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+  }
+
   // ---- leases ----------------------------------------------------------------------
 
   /** A kept lease of the ttl's seconds with time left, or a new one. */
@@ -441,7 +485,8 @@ class EtcdLockStore {
       }
     }
     const sentAt = performance.now();
-    const reply = await this.#leases.leaseGrant({ TTL: seconds });
+    const until = sentAt + (2 * ttlMs) / 3;
+    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, { deadline: this.#deadline(until) }));
     if (reply.error) throw new Error(`EtcdLockStore: etcd refused a lease of ${seconds} s: ${reply.error}`);
     return { id: String(reply.ID), seconds, granted: Number(reply.TTL), keptAt: sentAt, fresh: true };
   }
