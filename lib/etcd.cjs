@@ -505,7 +505,9 @@ class EtcdLockStore {
 
   /** Revokes a lease (and with it any key it holds); errors are moot: it lapses anyway. */
   #revoke(lease) {
-    return this.#leases.leaseRevoke({ ID: lease.id }).then(noop, noop);
+    return Promise.resolve()
+      .then(() => this.#leases.leaseRevoke({ ID: lease.id }))
+      .then(noop, noop);
   }
 
   // ---- keys --------------------------------------------------------------------------
@@ -603,9 +605,8 @@ class EtcdLockStore {
   async #recheck(e) {
     if (e.state !== WAITING) return;
     e.checkedAt = performance.now();
-    let reply;
     try {
-      reply = await this.#kv.txn({
+      const reply = await this.#kv.txn({
         compare: [],
         success: [
           this.#firstRange(e.prefix, e.end),
@@ -624,15 +625,16 @@ class EtcdLockStore {
         ],
         failure: [],
       });
+      if (e.state !== WAITING) return;
+      if (rangeOf(reply, 2).length === 0) return void this.#forget(e); // its key lapsed with its lease
+      const first = rangeOf(reply, 0)[0]?.key;
+      const ahead = rangeOf(reply, 1)[0]?.key;
+      if (ahead === undefined) return void this.#granted(e);
+      this.#watchAhead(e, ahead, ahead.equals(first), revisionOf(reply, 'a read of the queue'));
     } catch {
-      return void this.#recheckLater(e);
+      // Nobody awaits a recheck: a failure (etcd down, an odd answer) is tried again later.
+      this.#recheckLater(e);
     }
-    if (e.state !== WAITING) return;
-    if (rangeOf(reply, 2).length === 0) return void this.#forget(e); // its key lapsed with its lease
-    const first = rangeOf(reply, 0)[0]?.key;
-    const ahead = rangeOf(reply, 1)[0]?.key;
-    if (ahead === undefined) return void this.#granted(e);
-    this.#watchAhead(e, ahead, ahead.equals(first), revisionOf(reply, 'a read of the queue'));
   }
 
   #recheckLater(e) {
