@@ -46,20 +46,29 @@
  */
 
 const { ReleaseListeners } = require('./release-listeners.cjs');
-const { checkWellFormed } = require('./well-formed.cjs');
 const { describe, checkOptionNames } = require('./describe.cjs');
 const { KeepAlives } = require('./etcd-keepalive.cjs');
 const { DeletionWatches } = require('./etcd-watch.cjs');
+const {
+  EQUAL,
+  CREATE,
+  VALUE,
+  DESCEND,
+  BY_CREATE,
+  isTransient,
+  checkText,
+  checkTtl,
+  leaseSeconds,
+  enc,
+  rangeEnd,
+  isEtcdClient,
+  revisionOf,
+  rangeOf,
+  firstRange,
+  lastTwoRange,
+} = require('./etcd-requests.cjs');
 
 function noop() {}
-
-// etcd's enum values (rpc.proto), sent as numbers.
-const EQUAL = 0; // Compare.result
-const CREATE = 1; // Compare.target: the create revision
-const VALUE = 3; // Compare.target
-const ASCEND = 1; // RangeRequest.sort_order
-const DESCEND = 2;
-const BY_CREATE = 2; // RangeRequest.sort_target
 
 // The waiters of a key that no listener of this store waits for any more leave the
 // queue this long after its last listener left (a handover within the process
@@ -88,69 +97,6 @@ const GONE = 'gone';
 const RETRY_PAUSE_MS = 50;
 // The shortest gRPC deadline a try of such a request gets.
 const MIN_SLICE_MS = 250;
-
-/** A request that timed out, or whose member went away: it may succeed if sent again. */
-function isTransient(err) {
-  const code = err?.code ?? err?.cause?.code;
-  if (code === 4 || code === 14) return true; // DEADLINE_EXCEEDED, UNAVAILABLE
-  return /^GRPC(DeadlineExceeded|Unavailable)Error$/.test(err?.constructor?.name ?? '');
-}
-
-function checkText(name, value) {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-  checkWellFormed(value, name);
-}
-
-function checkTtl(value) {
-  if (typeof value !== 'number') {
-    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
-  }
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
-  }
-}
-
-/** etcd leases count whole seconds: the lock's ttl, rounded up. */
-function leaseSeconds(ttlMs) {
-  return Math.ceil(ttlMs / 1000);
-}
-
-function enc(key) {
-  return key.replace(/[%/]/g, (c) => (c === '%' ? '%25' : '%2F'));
-}
-
-/** The end of the range of keys that start with `prefix` (which ends with '/'). */
-function rangeEnd(prefix) {
-  const end = Buffer.from(prefix);
-  end[end.length - 1] += 1;
-  return end;
-}
-
-function isEtcdClient(client) {
-  return (
-    client != null &&
-    typeof client === 'object' &&
-    typeof client.watchClient?.watch === 'function' &&
-    typeof client.kv?.txn === 'function' &&
-    typeof client.kv?.range === 'function' &&
-    typeof client.leaseClient?.leaseGrant === 'function' &&
-    typeof client.leaseClient?.leaseKeepAlive === 'function'
-  );
-}
-
-function revisionOf(reply, what) {
-  const rev = Number(reply?.header?.revision);
-  if (!Number.isSafeInteger(rev) || rev <= 0) {
-    throw new Error(`EtcdLockStore: unexpected answer to ${what}: no revision`);
-  }
-  return rev;
-}
-
-function rangeOf(reply, i) {
-  return reply.responses[i].response_range.kvs;
-}
 
 class EtcdLockStore {
   #kv;
@@ -235,7 +181,7 @@ class EtcdLockStore {
         queue
           ? {
               compare: [],
-              success: [put, this.#firstRange(prefix, end), this.#lastTwoRange(prefix, end), mine],
+              success: [put, firstRange(prefix, end), lastTwoRange(prefix, end), mine],
               failure: [],
             }
           : {
@@ -243,7 +189,7 @@ class EtcdLockStore {
               // writes ahead of the queue, nor leaves anything behind.
               compare: [{ key: prefix, range_end: end, target: CREATE, result: EQUAL, create_revision: 0 }],
               success: [put],
-              failure: [this.#firstRange(prefix, end), mine],
+              failure: [firstRange(prefix, end), mine],
             },
         { deadline: this.#deadline(sentAt + (2 * ttlMs) / 3) },
       ));
@@ -403,7 +349,7 @@ class EtcdLockStore {
   async ttl(key) {
     checkText('key', key);
     const prefix = this.#lockPrefix(key);
-    const first = (await this.#kv.range(this.#firstRange(prefix, rangeEnd(prefix)).request_range)).kvs[0];
+    const first = (await this.#kv.range(firstRange(prefix, rangeEnd(prefix)).request_range)).kvs[0];
     if (first === undefined) return undefined;
     const reply = await this.#leases.leaseTimeToLive({ ID: first.lease });
     const seconds = Number(reply.TTL);
@@ -516,14 +462,6 @@ class EtcdLockStore {
     return Buffer.concat([this.#namespace, Buffer.from(`${this.#prefix}/${enc(key)}/`)]);
   }
 
-  #firstRange(prefix, end) {
-    return { request_range: { key: prefix, range_end: end, sort_order: ASCEND, sort_target: BY_CREATE, limit: 1, keys_only: true } };
-  }
-
-  #lastTwoRange(prefix, end) {
-    return { request_range: { key: prefix, range_end: end, sort_order: DESCEND, sort_target: BY_CREATE, limit: 2, keys_only: true } };
-  }
-
   /** `owner`'s key on `key`, read from etcd (an owner this store has not seen). */
   async #find(key, owner) {
     const prefix = this.#lockPrefix(key);
@@ -609,7 +547,7 @@ class EtcdLockStore {
       const reply = await this.#kv.txn({
         compare: [],
         success: [
-          this.#firstRange(e.prefix, e.end),
+          firstRange(e.prefix, e.end),
           {
             request_range: {
               key: e.prefix,
