@@ -38,6 +38,16 @@
  * engine unsubscribed it) leave the queue after LINGER_MS, and `close()` takes all of
  * this store's waiters out.
  *
+ * The watches and the keep-alives go over one stream each of the client's
+ * (lib/etcd-watch.cjs, lib/etcd-keepalive.cjs), opened when needed and ended once idle.
+ *
+ * Failover. A stream whose member goes away is replaced, and its watches resume from
+ * the revision they started at. An acquire's transaction and lease grant are sent with
+ * a gRPC deadline and again after a timeout or a lost member, until two thirds of the
+ * ttl: a request in flight when the leader dies would otherwise wait out etcd's request
+ * timeout (5 s and more). Sending the transaction twice is safe: it reads back the
+ * owner's key and takes that key's create revision as the token.
+ *
  * Leases are reused: a released holder's lease (its key deleted) is kept for the next
  * acquire with the same ttl, which refreshes it with a keep-alive sent with its
  * transaction, instead of a revoke now and a grant then (two more writes through
