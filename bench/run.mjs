@@ -3,10 +3,12 @@
 // keeps the latest in bench/RESULTS.md (between the markers; the analysis around them
 // is written by hand).
 //
-//   node bench/run.mjs [--only=1,3,5] [--rounds=N] [--quick] [--no-write] [--inprocess-only]
+//   node bench/run.mjs [--only=1,3,5] [--rounds=N] [--quick] [--no-write] [--inprocess-only] [--etcd-only]
 //
 // Scenarios 1-6 are the issue's; 5b (run with 5, so `--only=5` runs both) is scenario 5
 // with 1 ms of other work between a process's executions, shown but not a target.
+// Scenarios 4 and 5 also run on etcd (4e, 5e: leasehold against etcd3's own lock()),
+// when `etcd` is installed; `--etcd-only` runs just those.
 //
 // Each library runs each scenario in its own child process (see README "in-process
 // state" in RESULTS.md for why), interleaved: round r runs every library once, in an
@@ -33,7 +35,8 @@ const option = (name) => argv.find((a) => a.startsWith(`--${name}=`))?.split('='
 const quick = flag('quick');
 const only = option('only')?.split(',').map(Number);
 const roundsOverride = option('rounds') === undefined ? undefined : Number(option('rounds'));
-const write = !flag('no-write') && !quick && only === undefined;
+const etcdOnly = flag('etcd-only');
+const write = !flag('no-write') && !quick && only === undefined && !etcdOnly;
 
 function log(message) {
   process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}\n`);
@@ -108,10 +111,16 @@ const S = quick
       redisContended: { processes: 8, perProcess: 500, warmup: 1_000, contendedWarmup: 1_000, deadlineMs: 6_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 },
       restart: { ttlMs: 1_500, offsets: [30, 530, 1_030] },
     };
+// 4e and 5e: scenarios 4 and 5 on etcd (smaller counts: every lock is a write through consensus).
+S.etcdUncontended = quick ? { count: 200, warmup: 20, ttlMs: 10_000, rounds: 1 } : { count: 2_000, warmup: 200, ttlMs: 10_000, rounds: 5 };
+S.etcdContended = quick
+  ? { processes: 8, perProcess: 20, warmup: 10, contendedWarmup: 5, deadlineMs: 5_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 }
+  : { processes: 8, perProcess: 100, warmup: 50, contendedWarmup: 20, deadlineMs: 8_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 };
 // 5b: scenario 5 with 1 ms of other work between a process's executions.
 S.redisThink = { ...S.redisContended, thinkMs: 1, rounds: quick ? 1 : 2 };
 const roundsOf = (s) => roundsOverride ?? s.rounds;
-const wanted = (n) => only === undefined || only.includes(n);
+const wanted = (n) => !etcdOnly && (only === undefined || only.includes(n));
+const wantedOnEtcd = (n) => only === undefined || only.includes(n);
 
 /** Runs `measure(lib, round)` for every lib, interleaved over rounds; results[lib][round]. */
 async function interleave(libs, rounds, measure) {
@@ -455,6 +464,121 @@ try {
   await redis?.stop();
 }
 
+// ---- etcd: scenarios 4 and 5 against etcd3's lock() --------------------------------
+
+if ((wantedOnEtcd(4) || wantedOnEtcd(5)) && spawnSync('etcd', ['--version']).status === 0) {
+  await runEtcdScenarios();
+} else if (etcdOnly) {
+  log('etcd is not installed (scripts/setup.sh installs etcd-server)');
+}
+
+async function runEtcdScenarios() {
+  const ETCD_CHILD = path.join(BENCH, 'etcd.mjs');
+  const libs = ['etcd3-lock', 'leasehold-native', 'leasehold-wasm'].filter(available);
+  const { startEtcdCluster } = await import('../js-tests/support/etcd.mjs');
+  const etcd = await startEtcdCluster(1);
+  const endpoints = etcd.endpoints;
+  log(`etcd on ${endpoints[0]}`);
+  // CPU ms the etcd member has used so far (utime + stime from /proc, 100 ticks a second).
+  const etcdCpuMs = () => {
+    const fields = readFileSync(`/proc/${etcd.members[0].child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
+  const ref = 'etcd3-lock';
+  try {
+    if (wantedOnEtcd(4)) {
+      const p = S.etcdUncontended;
+      log(`4e. etcd, uncontended: ${p.count} sequential executions, ${roundsOf(p)} rounds`);
+      const r = await interleave(libs, roundsOf(p), (lib) =>
+        runChild(ETCD_CHILD, { scenario: 'uncontended', lib, params: { ...p, endpoints } }, { env: engineEnv(lib) }),
+      );
+      sections.push(
+        `### 4e. etcd, uncontended: ${fmtInt(p.count)} sequential executions on one key\n\n` +
+          'One etcd member on loopback (data in memory, /dev/shm). Latencies are per execution (acquire, empty callback, release). RTT: median single-key get in the same process.\n\n' +
+          table(
+            ['library', 'ops/s', 'p50', 'p99', 'RTT', `× ${ref}`],
+            libs.map((lib) => [lib, fmtInt(med(r[lib], 'opsPerSec')), fmtMs(med(r[lib], 'p50')), fmtMs(med(r[lib], 'p99')), fmtMs(med(r[lib], 'rttMs')), fmtRatio(ratio(r, lib, ref, 'opsPerSec'))]),
+          ),
+      );
+      for (const lib of libs.filter((l) => l.startsWith('leasehold-'))) {
+        const x = ratio(r, lib, ref, 'opsPerSec');
+        target('4e', `${lib.slice(10)}: ≥ 1× ${ref}'s ops/s`, x >= 1, `${fmtRatio(x)}`);
+      }
+    }
+    if (wantedOnEtcd(5)) {
+      const p = S.etcdContended;
+      log(`5e. etcd, contended: ${p.processes} processes × ${p.perProcess}, ${roundsOf(p)} rounds`);
+      const r = await interleave(libs, roundsOf(p), async (lib) => {
+        const key = `bench:contended:${lib}:${performance.now()}`;
+        const fleet = await startFleet(p.processes, ETCD_CHILD, { scenario: 'contendedWorker', lib, params: { ...p, endpoints, key, count: p.perProcess } }, {
+          env: engineEnv(lib),
+          timeoutMs: 2 * p.deadlineMs + 60_000,
+        });
+        const cpu0 = etcdCpuMs();
+        for (const c of fleet) c.go();
+        const outs = await Promise.all(fleet.map((c) => c.result));
+        const serverCpu = etcdCpuMs() - cpu0;
+        const completed = outs.reduce((n, o) => n + o.completed, 0);
+        const elapsedMs = Math.max(...outs.map((o) => o.endedAt)) - Math.min(...outs.map((o) => o.startedAt));
+        const waits = Float64Array.from(outs.flatMap((o) => o.waits)).sort();
+        const q = (x) => waits[Math.min(waits.length - 1, Math.ceil(x * waits.length) - 1)];
+        // Exclusion, afterwards: no holder enters before the one before it left.
+        const intervals = outs.flatMap((o) => o.intervals).sort((a, b) => a[0] - b[0]);
+        let violations = 0;
+        let leftAt = -Infinity;
+        for (const [entered, left] of intervals) {
+          if (entered < leftAt) violations += 1;
+          leftAt = Math.max(leftAt, left);
+        }
+        return {
+          opsPerSec: (completed / elapsedMs) * 1000,
+          completed,
+          waitP50: q(0.5),
+          waitP99: q(0.99),
+          waitMax: waits[waits.length - 1],
+          violations,
+          followedSelf: outs.reduce((n, o) => n + o.followedSelf, 0) / completed,
+          cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
+          etcdCpuPerOp: serverCpu / completed,
+          errors: outs.reduce((n, o) => n + o.errorCount, 0),
+        };
+      });
+      sections.push(
+        `### 5e. etcd, contended: ${p.processes} processes × ${p.perProcess} acquisitions of one key, waiting\n\n` +
+          `As scenario 5, on one etcd member: each process warms up alone (${fmtInt(p.warmup)} executions on a key of its own), then with the fleet (${fmtInt(p.contendedWarmup)} each on another shared key), then all start the measured part together. ` +
+          'Inside the lock, one round trip: a put of the holder\'s name that returns the previous one ("same process": the share of acquisitions that followed the same process). ' +
+          'Violations: holders whose time inside overlapped another\'s (from their intervals, one machine, one clock). ' +
+          `etcd3-lock does not wait: a held key rejects, and the adapter tries again every 10 ms. Fleet CPU: the ${p.processes} client processes; etcd CPU: the server's, per completed acquisition. ` +
+          `Each process starts no new acquisition after ${p.deadlineMs / 1000} s.\n\n` +
+          table(
+            ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'same process', 'fleet CPU / acquisition', 'etcd CPU / acquisition', 'violations', 'errors', `× ${ref}`],
+            libs.map((lib) => [
+              lib,
+              fmtInt(med(r[lib], 'opsPerSec')),
+              `${fmtInt(med(r[lib], 'completed'))} / ${fmtInt(p.processes * p.perProcess)}`,
+              fmtMs(med(r[lib], 'waitP50')),
+              fmtMs(med(r[lib], 'waitP99')),
+              fmtMs(med(r[lib], 'waitMax')),
+              `${fmtInt(100 * med(r[lib], 'followedSelf'))} %`,
+              fmtMs(med(r[lib], 'cpuPerOp')),
+              fmtMs(med(r[lib], 'etcdCpuPerOp')),
+              fmtInt(Math.max(...r[lib].map((x) => x?.violations ?? NaN))),
+              fmtInt(Math.max(...r[lib].map((x) => x?.errors ?? NaN))),
+              fmtRatio(ratio(r, lib, ref, 'opsPerSec')),
+            ]),
+          ),
+      );
+      for (const lib of libs.filter((l) => l.startsWith('leasehold-'))) {
+        const x = ratio(r, lib, ref, 'opsPerSec');
+        const v = Math.max(...r[lib].map((o) => o?.violations ?? Infinity));
+        target('5e', `${lib.slice(10)}: ≥ 2× ${ref}, 0 violations`, x >= 2 && v === 0, `${fmtRatio(x)}, ${v} violations`);
+      }
+    }
+  } finally {
+    await etcd.stop();
+  }
+}
+
 if (wanted(6)) {
   const p = S.restart;
   log(`6. Redis restarted mid-hold: ttl ${p.ttlMs} ms, restarts ${p.offsets.join(', ')} ms after acquiring`);
@@ -537,7 +661,7 @@ const environment = [
   `- Machine: ${cpus[0]?.model ?? '?'} × ${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}${cpuIdle()}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')}`,
   `- Node ${process.version}; ${commandOutput('redis-server', ['--version']).replace(/ sha=.*/, '')}`,
   `- leasehold ${leaseholdVersion} (${commit}${dirty}); engines: ${engines.join(', ')}`,
-  `- Peers: async-mutex ${version('async-mutex')}, @sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')} (redlock v5 line), redis-semaphore ${version('redis-semaphore')}, @verrou/core ${version('@verrou/core')}; client ioredis ${version('ioredis')}`,
+  `- Peers: async-mutex ${version('async-mutex')}, @sesamecare-oss/redlock ${version('@sesamecare-oss/redlock')} (redlock v5 line), redis-semaphore ${version('redis-semaphore')}, @verrou/core ${version('@verrou/core')}; client ioredis ${version('ioredis')}; etcd3 ${version('etcd3')} on ${commandOutput('etcd', ['--version']).split('\n')[0]}`,
 ].join('\n');
 const targetTable = table(
   ['scenario', 'target', 'result', 'measured'],

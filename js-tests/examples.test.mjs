@@ -1,6 +1,6 @@
 // Every example in examples/ run as its users would run it (a child process, settings
 // from the environment), against real servers started here: Redis for cron-fleet,
-// PostgreSQL for fenced-write, and for browser-tab a headless Chromium on the page
+// PostgreSQL for fenced-write, etcd for etcd-deploy, and for browser-tab a headless Chromium on the page
 // served by the example's own server. Assertions are on what the examples print.
 // Run: node --test js-tests/examples.test.mjs
 
@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
+import { startEtcdCluster } from './support/etcd.mjs';
 import { CHROMIUM_ARGS } from './support/chromium.mjs';
 
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
@@ -45,13 +46,14 @@ function runNode(file, { env = {}, timeoutMs = 20_000 } = {}) {
 
 let redis;
 let postgres;
+let etcd;
 
 before(async () => {
-  [redis, postgres] = await Promise.all([startRedisServer(), startPostgres({ database: 'examples' })]);
+  [redis, postgres, etcd] = await Promise.all([startRedisServer(), startPostgres({ database: 'examples' }), startEtcdCluster(1)]);
 });
 
 after(async () => {
-  await Promise.allSettled([redis?.stop(), postgres?.stop()]);
+  await Promise.allSettled([redis?.stop(), postgres?.stop(), etcd?.stop()]);
 });
 
 test('cron-fleet: of 5 instances started at once, exactly one runs the nightly job', async (t) => {
@@ -104,6 +106,28 @@ test("custom-store: a Map store through a pipeline; one holder at a time, tokens
   assert.match(stdout, /fail-fast: LOCK_NOT_ACQUIRED, the key is held/);
   assert.match(stdout, /\(increasing\)/);
   assert.match(stdout, /after the last release: locked = false/);
+});
+
+test('etcd-deploy: 4 deployers at once take turns; every fenced log write accepted, in token order', async (t) => {
+  const { code, stdout, stderr } = await runNode('etcd-deploy/fleet.mjs', {
+    env: { ETCD_ENDPOINTS: etcd.endpoints.join(','), FLEET_SIZE: '4' },
+  });
+  t.diagnostic(stdout);
+  assert.equal(code, 0, stderr);
+  const lines = stdout.trim().split('\n');
+  // One deploy at a time: each "deploying" line is followed by its own "done" line.
+  const steps = lines.filter((l) => /: (deploying|done)/.test(l));
+  assert.equal(steps.length, 8, stdout);
+  for (let i = 0; i < steps.length; i += 2) {
+    const who = steps[i].match(/^(deployer-\d): deploying with fencing token \d+$/)?.[1];
+    assert.ok(who, steps[i]);
+    assert.equal(steps[i + 1], `${who}: done, log write accepted`);
+  }
+  const tokens = [...stdout.matchAll(/deploying with fencing token (\d+)/g)].map((m) => Number(m[1]));
+  for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `tokens ${tokens.join(', ')}`);
+  const logged = [...stdout.matchAll(/^  (\d+): (deployer-\d) deployed$/gm)].map((m) => Number(m[1]));
+  assert.deepEqual(logged, tokens);
+  assert.match(stdout, /^4 of 4 deploys recorded$/m);
 });
 
 // ---------------------------------------------------------------------------------

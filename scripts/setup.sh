@@ -14,6 +14,7 @@ command -v redis-server >/dev/null || apt_packages+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_packages+=(postgresql)
 command -v chromium >/dev/null || apt_packages+=(chromium)
 command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
+command -v etcd >/dev/null || apt_packages+=(etcd-server)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   log "apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,107 @@
+'use strict';
+// The requests of `EtcdLockStore` (lib/etcd.cjs) and the checks of its arguments: etcd's
+// enum values, key names and ranges, and reading etcd's answers.
+
+const { checkWellFormed } = require('./well-formed.cjs');
+const { describe } = require('./describe.cjs');
+
+// etcd's enum values (rpc.proto), sent as numbers.
+const EQUAL = 0; // Compare.result
+const CREATE = 1; // Compare.target: the create revision
+const VALUE = 3; // Compare.target
+const ASCEND = 1; // RangeRequest.sort_order
+const DESCEND = 2;
+const BY_CREATE = 2; // RangeRequest.sort_target
+
+/** A request that timed out, or whose member went away: it may succeed if sent again. */
+function isTransient(err) {
+  const code = err?.code ?? err?.cause?.code;
+  if (code === 4 || code === 14) return true; // DEADLINE_EXCEEDED, UNAVAILABLE
+  return /^GRPC(DeadlineExceeded|Unavailable)Error$/.test(err?.constructor?.name ?? '');
+}
+
+function checkText(name, value) {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
+  }
+  checkWellFormed(value, name);
+}
+
+function checkTtl(value) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
+  }
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
+  }
+}
+
+/** etcd leases count whole seconds: the lock's ttl, rounded up. */
+function leaseSeconds(ttlMs) {
+  return Math.ceil(ttlMs / 1000);
+}
+
+function enc(key) {
+  return key.replace(/[%/]/g, (c) => (c === '%' ? '%25' : '%2F'));
+}
+
+/** The end of the range of keys that start with `prefix` (which ends with '/'). */
+function rangeEnd(prefix) {
+  const end = Buffer.from(prefix);
+  end[end.length - 1] += 1;
+  return end;
+}
+
+function isEtcdClient(client) {
+  return (
+    client != null &&
+    typeof client === 'object' &&
+    typeof client.watchClient?.watch === 'function' &&
+    typeof client.kv?.txn === 'function' &&
+    typeof client.kv?.range === 'function' &&
+    typeof client.leaseClient?.leaseGrant === 'function' &&
+    typeof client.leaseClient?.leaseKeepAlive === 'function'
+  );
+}
+
+function revisionOf(reply, what) {
+  const rev = Number(reply?.header?.revision);
+  if (!Number.isSafeInteger(rev) || rev <= 0) {
+    throw new Error(`EtcdLockStore: unexpected answer to ${what}: no revision`);
+  }
+  return rev;
+}
+
+function rangeOf(reply, i) {
+  return reply.responses[i].response_range.kvs;
+}
+
+/** The first key under the prefix by create revision (the holder's). */
+function firstRange(prefix, end) {
+  return { request_range: { key: prefix, range_end: end, sort_order: ASCEND, sort_target: BY_CREATE, limit: 1, keys_only: true } };
+}
+
+/** The last two keys under the prefix by create revision. */
+function lastTwoRange(prefix, end) {
+  return { request_range: { key: prefix, range_end: end, sort_order: DESCEND, sort_target: BY_CREATE, limit: 2, keys_only: true } };
+}
+
+module.exports = {
+  EQUAL,
+  CREATE,
+  VALUE,
+  ASCEND,
+  DESCEND,
+  BY_CREATE,
+  isTransient,
+  checkText,
+  checkTtl,
+  leaseSeconds,
+  enc,
+  rangeEnd,
+  isEtcdClient,
+  revisionOf,
+  rangeOf,
+  firstRange,
+  lastTwoRange,
+};
