@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { packMain } from '../../scripts/pack.mjs';
 
 const require = createRequire(import.meta.url);
 
@@ -42,14 +43,14 @@ export function installPacked(root, { triple: wanted, npmArgs = [], node = [proc
     path.join(project, 'package.json'),
     `${JSON.stringify({ name: 'leasehold-pack-test', private: true, type: 'module' }, null, 2)}\n`,
   );
-  const main = pack(root, project);
+  const main = packMain(project);
   const platform = pack(platformDir, project);
   // Offline: the platform packages of other machines are optional dependencies that are
   // not in the cache, and npm skips them as it would skip ones that do not match.
   run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', ...npmArgs, main.file, platform.file], project);
 
   const packageDir = path.join(project, 'node_modules', 'leasehold');
-  const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  const { manifest } = main;
   const checks = [];
   const check = (name, fn) => {
     try {
