@@ -1,30 +1,3 @@
-// Type declarations for `leasehold/tabs`. Written by hand.
-import type { LockGrant, LockStore } from './index';
-
-export interface TabLockStoreOptions {
-  /** Names the Web Locks: the lease on `key` is the lock `${prefix}:${key}`. Default `'leasehold'`. */
-  prefix?: string;
-  /** The IndexedDB database that keeps the origin's fencing-token counter. Default `'leasehold'`. */
-  database?: string;
-}
-
-/**
- * A lock store for the tabs, iframes and workers of one origin: exclusion and FIFO
- * hand-over through `navigator.locks`, fencing tokens from one IndexedDB counter. A lease
- * ends at its release, when its tab or worker goes away, or `ttl` ms after it was last
- * granted or renewed (on the holder's clock, which may run late in a frozen or throttled
- * tab, never early). Throws a TypeError where `navigator.locks` or `indexedDB` is missing.
- */
-export declare class TabLockStore implements LockStore {
-  constructor(options?: TabLockStoreOptions);
-  readonly grantsOnRelease: true;
-  acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
-  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
-  /** True when `owner`'s lease was live; resolves once the Web Lock is let go. */
-  release(key: string, owner: string): Promise<boolean>;
-  subscribe(key: string, onReleased: (grant?: LockGrant) => boolean | void): () => void;
-  /** Whether any tab or worker of the origin holds `key` (advisory). */
-  isLocked(key: string): Promise<boolean>;
-  /** Lets go of this store's leases, leaves its queues, closes its IndexedDB connection. */
-  close(): Promise<void>;
-}
+// `leasehold/tabs` for TypeScript's older node10 resolution, which reads no exports map: the
+// declarations are tabs.d.mts (the entry is an ES module only).
+export * from './tabs.mjs';

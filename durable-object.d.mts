@@ -1,0 +1,47 @@
+// Type declarations for `leasehold/durable-object` (Cloudflare Workers). Written by hand;
+// they import nothing from @cloudflare/workers-types: the binding and the object's
+// context are described by the few members used.
+import type { LockGrant, LockStore } from './index.mjs';
+
+/** The part of a Durable Object namespace binding (`env.LOCKS`) the store uses. */
+export interface DurableObjectNamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: any): any;
+}
+
+/**
+ * The lease of one lock key, kept in the object's storage with the key's last fencing
+ * token. Export it from your Worker and bind it as a Durable Object namespace.
+ */
+export declare class LockDurableObject {
+  constructor(ctx: any, env: unknown);
+  acquire(owner: string, ttlMs: number, queue?: boolean): { fencingToken: number } | null;
+  renew(owner: string, ttlMs: number): boolean;
+  release(owner: string): boolean;
+  /** Answers when the lease is handed to `owner` (queued by an acquire), or null when it left the queue. */
+  wait(owner: string): { fencingToken: number } | null | Promise<{ fencingToken: number } | null>;
+  isLocked(): boolean;
+  ttl(): number | undefined;
+  queueLength(): number;
+}
+
+export interface DurableObjectLockStoreOptions {
+  /** The Durable Object namespace bound to `LockDurableObject`. */
+  namespace: DurableObjectNamespaceLike;
+  /** The object of key `k` is the one named `${prefix}:${k}`. Default `'leasehold'`. */
+  prefix?: string;
+}
+
+/** A `LockStore` on `LockDurableObject`: one RPC per acquire, renew and release; waiters are handed the lease. */
+export declare class DurableObjectLockStore implements LockStore {
+  constructor(options: DurableObjectLockStoreOptions);
+  readonly grantsOnRelease: true;
+  acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
+  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  release(key: string, owner: string): Promise<boolean>;
+  subscribe(key: string, onReleased: (grant?: LockGrant) => boolean | void): () => void;
+  isLocked(key: string): Promise<boolean>;
+  ttl(key: string): Promise<number | undefined>;
+  /** How many owners wait for `key` (advisory). */
+  queueLength(key: string): Promise<number>;
+}
