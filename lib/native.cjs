@@ -42,7 +42,11 @@ function requireAddon() {
   try {
     resolved = require.resolve(name);
   } catch {
-    const published = Object.hasOwn(require('../package.json').optionalDependencies ?? {}, name);
+    // The published manifest names every platform package (scripts/pack.mjs adds them);
+    // a clone of the repository has their folders in npm/.
+    const published =
+      Object.hasOwn(require('../package.json').optionalDependencies ?? {}, name) ||
+      fs.existsSync(path.join(__dirname, '..', 'npm', triple, 'package.json'));
     throw new Error(
       published
         ? `${name} is not installed (npm skips it when optional dependencies are omitted: install again without --omit=optional)`
