@@ -9,56 +9,52 @@ const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEn
 const { checkWellFormed } = require('./well-formed.cjs');
 const { describe, checkOptionNames } = require('./describe.cjs');
 
-// Status bits returned by every mutating engine call (core/src/host.rs).
-const EFFECTS = 16;
-const TIMER_REF = 32;
-const TIMER_UNREF = 64;
-const TIMER_ARM = 128;
-const RUNNING = 1;
-const SETTLED_VALUE = 2;
-const SETTLED_CALLBACK_ERROR = 3;
-const SETTLED_LOST = 4;
-const SETTLED_NOT_HELD = 5;
-const EXTENDED = 1;
-const NOT_EXTENDED = 2;
-// `finish`: the next waiter was granted in the call; its id is above the status bits.
-const HANDOFF = 8;
-// `start` (with DIRECT) and `finish` (asked to hand off): the one thing to do is a call
-// of lock 0's JS store, an acquire (QUEUED: asking to queue) or a release; its request
-// id is above the status bits, and it is not among the effects.
-const STORE_CALL = 6;
-const STORE_CALL_QUEUED = 7;
-// The option bit of `start`: the host can call a store at once (not applying effects).
-const DIRECT = 8;
-// Store kinds (core/src/host.rs).
-const MEMORY = 0;
-const POLLED = 1;
-const ANNOUNCING = 2;
-const GRANTING = 3;
-// The result bit of `granted`: the engine claimed the grant.
-const GRANT_CLAIMED = 1;
+const {
+  STATUS_EFFECTS,
+  STATUS_TIMER_REF,
+  STATUS_TIMER_UNREF,
+  STATUS_TIMER_ARM,
+  STATUS_HOST_BITS,
+  statusOf,
+  payloadOf,
+  resultOf,
+  STARTED_RUNNING,
+  STARTED_STORE_CALL,
+  STARTED_STORE_CALL_QUEUED,
+  FINISHED_VALUE,
+  FINISHED_CALLBACK_ERROR,
+  FINISHED_LOST,
+  FINISHED_NOT_HELD,
+  finishSettlement,
+  finishHandsOff,
+  finishCallsStore,
+  ANSWERED_RUNNING,
+  settledByAnswer,
+  GRANT_CLAIMED,
+  EXTENDED,
+  NOT_EXTENDED,
+  MEMORY_RELEASED,
+  OPTION_RENEW,
+  OPTION_TELEMETRY,
+  OPTION_MANUAL,
+  OPTION_DIRECT,
+  STORE_MEMORY,
+  STORE_POLLED,
+  STORE_ANNOUNCING,
+  STORE_GRANTING,
+  EFFECT_WIDTH,
+  EFFECT_FIRST,
+  stringCount,
+  decodeEffect,
+} = require('./protocol.cjs');
+
 // The fourth argument of `acquire` on a store that grants on release: queue this owner
 // when the key is held, to be handed the lease by the holder's release.
 const QUEUE = Object.freeze({ queue: true });
 // ... and for a try that will not wait (fail fast, or the last try at the deadline).
 const NO_QUEUE = Object.freeze({ queue: false });
 const MAX_TIMER_MS = 2 ** 31 - 1;
-// The flat effect codes (core/src/host.rs, `take_flat_effects`).
-const EFFECT_WIDTH = 8;
 const NO_STRINGS = [];
-const METHODS = [undefined, 'acquire', 'renew', 'release'];
-// A call's method code for an acquire that asks a store that grants on release to queue
-// the owner.
-const QUEUED_ACQUIRE = 4;
-const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
-const ERROR_CODES = [undefined, 'LOCK_NOT_ACQUIRED', 'LOCK_LOST', 'LOCK_STORE_FAILED', 'ABORT_ERR', 'ERR_INVALID_ARG_TYPE', 'ERR_OUT_OF_RANGE'];
-const EVENTS = [undefined, 'acquired', 'rejected', 'renewed', 'renewalFailed', 'lost', 'released', 'releaseFailed'];
-// A store's answer may settle its execution in the status word (`answered`): as the
-// `settled` effect it stands for.
-const SETTLED_BY_STATUS = [];
-SETTLED_BY_STATUS[SETTLED_VALUE] = Object.freeze({ outcome: 'value' });
-SETTLED_BY_STATUS[SETTLED_CALLBACK_ERROR] = Object.freeze({ outcome: 'callbackError' });
-SETTLED_BY_STATUS[SETTLED_NOT_HELD] = Object.freeze({ outcome: 'notHeld' });
 
 /** The key of the fencing token in `context.properties`. */
 const LOCK_TOKEN = 'leasehold.lockToken';
@@ -242,19 +238,19 @@ function createApi(binding, options) {
     /** Handles the host part of a status word; returns the call's own result bits. */
     status(status) {
       // A retired engine arms no timer and applies no effect any more.
-      if (status & 0xf0 && !this.dead) this.housekeep(status);
+      if (status & STATUS_HOST_BITS && !this.dead) this.housekeep(status);
       // A timer armed through another setTimeout than the one in use now (global fake
       // timers installed or removed since) may never fire: the engine is told it is lost.
       if (this.timer !== undefined && this.timerSetWith !== setTimeout && !this.dead) this.timerLost();
-      return status & 0x0f;
+      return resultOf(status);
     }
 
     housekeep(status) {
-      if (status & TIMER_ARM) {
-        this.arm(this.engine.armAt(), (status & TIMER_UNREF) === 0);
-      } else if (status & TIMER_REF) {
+      if (status & STATUS_TIMER_ARM) {
+        this.arm(this.engine.armAt(), (status & STATUS_TIMER_UNREF) === 0);
+      } else if (status & STATUS_TIMER_REF) {
         refTimer(this.timer);
-      } else if (status & TIMER_UNREF) {
+      } else if (status & STATUS_TIMER_UNREF) {
         // No engine timer that keeps the process alive is live: the process may exit.
         // Unref'ing at once, and ref'ing again when the next execution starts, costs tens
         // of nanoseconds; deferring it to the end of the turn with an immediate cost an
@@ -262,7 +258,7 @@ function createApi(binding, options) {
         // JS store, each of which ends in a turn of its own.
         unrefTimer(this.timer);
       }
-      if (status & EFFECTS) this.drain();
+      if (status & STATUS_EFFECTS) this.drain();
     }
 
     /** Arms the one timer at engine time `at`; it holds the process only with `keepAlive`. */
@@ -385,14 +381,13 @@ function createApi(binding, options) {
       try {
         do {
           this.more = false;
-          // Flat effects (core/src/host.rs, `take_flat_effects`): a header, then 8
-          // numbers per effect; text only when the header says there is some.
+          // Flat effects (lib/protocol.cjs); text only when the header says there is some.
           const numbers = this.engine.takeEffects();
-          const strings = numbers[0] > 0 ? this.engine.takeStrings() : NO_STRINGS;
-          for (let i = 1; i < numbers.length; i += EFFECT_WIDTH) {
+          const strings = stringCount(numbers) > 0 ? this.engine.takeStrings() : NO_STRINGS;
+          for (let i = EFFECT_FIRST; i < numbers.length; i += EFFECT_WIDTH) {
             // One effect's failure must not drop the rest of the batch.
             try {
-              this.apply(numbers, i, strings);
+              decodeEffect(numbers, i, strings, this);
             } catch (error) {
               failure ??= { error };
             }
@@ -410,81 +405,50 @@ function createApi(binding, options) {
       if (failure) throw failure.error;
     }
 
-    apply(n, i, strings) {
-      const kind = n[i];
-      if (kind === 1) {
-        const exec = n[i + 1];
-        const layer = n[i + 2];
-        const at = n[i + 7];
-        const method = n[i + 5];
-        const queue = method === QUEUED_ACQUIRE;
-        const fx = {
-          request: n[i + 3],
-          exec,
-          store: n[i + 4],
-          method: queue ? 'acquire' : METHODS[method],
-          ttl: n[i + 6],
-          key: undefined,
-          owner: undefined,
-          queue,
-        };
-        // An acquire comes with the text; its renewals and its release without.
-        if (at < 0) return this.callKept(fx, layer, this.execs.get(exec)?.lockText);
-        fx.key = strings[at];
-        fx.owner = strings[at + 1];
-        if (exec !== 0) this.execs.get(exec)?.keepLockText(layer, fx.key, fx.owner);
-        return this.callStore(fx);
-      }
-      if (kind === 6) {
-        return this.watch({ store: n[i + 4], watch: n[i + 5] === 1, key: strings[n[i + 7]] });
-      }
-      const rec = this.execs.get(n[i + 1]);
+    // ---- effects, as decodeEffect hands them over ----
+
+    callEffect(fx, layer) {
+      // An acquire comes with the text; its renewals and its release without.
+      if (fx.key === undefined) return this.callKept(fx, layer, this.execs.get(fx.exec)?.lockText);
+      if (fx.exec !== 0) this.execs.get(fx.exec)?.keepLockText(layer, fx.key, fx.owner);
+      return this.callStore(fx);
+    }
+
+    runEffect(exec, token) {
+      return this.execs.get(exec)?.run(token);
+    }
+
+    lostEffect(exec, layer) {
+      return this.execs.get(exec)?.lost(layer);
+    }
+
+    settledEffect(exec, fx) {
+      return this.execs.get(exec)?.settled(fx);
+    }
+
+    extendedEffect(exec, ok) {
+      return this.execs.get(exec)?.extended(ok);
+    }
+
+    watchEffect(fx) {
+      return this.watch(fx);
+    }
+
+    eventEffect(exec, fx) {
+      const rec = this.execs.get(exec);
       if (!rec) return undefined;
-      switch (kind) {
-        case 2:
-          return rec.run(n[i + 6] >= 0 ? n[i + 6] : undefined);
-        case 3:
-          return rec.lost(n[i + 2]);
-        case 4: {
-          const outcome = OUTCOMES[n[i + 5]];
-          if (outcome !== 'error') return rec.settled({ outcome });
-          return rec.settled({
-            outcome,
-            code: ERROR_CODES[n[i + 6]],
-            message: strings[n[i + 7]],
-            key: strings[n[i + 7] + 1] || undefined,
-            method: METHODS[n[i + 4]],
-            cause: n[i + 3],
-          });
-        }
-        case 5:
-          return rec.extended(n[i + 5] === 1);
-        case 7: {
-          const cause = n[i + 3];
-          const fx = {
-            outcome: EVENTS[n[i + 5]],
-            layer: n[i + 2],
-            waited: n[i + 6],
-            token: n[i + 7],
-            cause,
-            message: n[i + 4] >= 0 ? strings[n[i + 4]] : undefined,
-          };
-          return rec.event(fx, cause ? this.thrown.get(cause) : undefined);
-        }
-        default:
-          return undefined;
-      }
+      return rec.event(fx, fx.cause ? this.thrown.get(fx.cause) : undefined);
     }
 
     // ---- JS stores ----
 
     registerStore(store) {
-      if (store instanceof MemoryLockStore && store[HOST] === this) return { kind: MEMORY, id: store[STORE_ID] };
+      if (store instanceof MemoryLockStore && store[HOST] === this) return { kind: STORE_MEMORY, id: store[STORE_ID] };
       let ref = this.storeIds.get(store);
       if (ref === undefined) {
         const id = this.nextStoreId++;
         const announces = typeof store.subscribe === 'function';
-        ref = { kind: announces ? (store.grantsOnRelease === true ? GRANTING : ANNOUNCING) : POLLED, id };
+        ref = { kind: announces ? (store.grantsOnRelease === true ? STORE_GRANTING : STORE_ANNOUNCING) : STORE_POLLED, id };
         this.storeIds.set(store, ref);
         this.stores.set(id, typeof WeakRef === 'function' ? new WeakRef(store) : { deref: () => store });
         this.storeGone?.register(store, id);
@@ -503,7 +467,7 @@ function createApi(binding, options) {
         let pending;
         if (fx.method === 'acquire') {
           pending =
-            this.storeIds.get(store)?.kind === GRANTING
+            this.storeIds.get(store)?.kind === STORE_GRANTING
               ? store.acquire(fx.key, fx.owner, fx.ttl, fx.queue ? QUEUE : NO_QUEUE)
               : store.acquire(fx.key, fx.owner, fx.ttl);
         }
@@ -612,12 +576,12 @@ function createApi(binding, options) {
         this.die(fromEngine(error));
         return undefined;
       }
-      const status = this.status(word);
-      if (status === 0) return undefined;
+      const result = this.status(word);
+      if (result === 0) return undefined;
       const rec = this.execs.get(fx.exec);
       if (rec === undefined) return undefined;
-      if (status === RUNNING) return rec.run(value);
-      return rec.settled(SETTLED_BY_STATUS[status]);
+      if (result === ANSWERED_RUNNING) return rec.run(value);
+      return rec.settled(settledByAnswer(result));
     }
 
     failed(fx, error) {
@@ -648,10 +612,10 @@ function createApi(binding, options) {
       const store = this.stores.get(fx.store)?.deref();
       if (store === undefined) return;
       const key = fx.key;
-      const kind = this.storeIds.get(store)?.kind ?? ANNOUNCING;
+      const kind = this.storeIds.get(store)?.kind ?? STORE_ANNOUNCING;
       // Returns true when it claims a grant: the store releases a grant nobody claims.
       const wake = (grant) => {
-        if (kind === GRANTING && isGrant(grant)) {
+        if (kind === STORE_GRANTING && isGrant(grant)) {
           const { owner, fencingToken } = grant;
           const age = grant.age ?? -1; // unknown: the engine counts from the owner's try in flight
           return this.guard(() => this.engine.granted(kind, fx.store, key, owner, fencingToken, age)) === GRANT_CLAIMED;
@@ -802,7 +766,7 @@ function createApi(binding, options) {
       checkKey(key);
       checkKey(owner, 'owner');
       const host = this[HOST];
-      return (host.call(() => host.engine.memRelease(this[STORE_ID], key, owner)) & 1) === 1;
+      return host.call(() => host.engine.memRelease(this[STORE_ID], key, owner)) === MEMORY_RELEASED;
     }
 
     /** Whether `key` has a live lease. Advisory: it may change right after. */
@@ -984,28 +948,27 @@ function createApi(binding, options) {
       } catch (error) {
         return this.fail(fromEngine(error));
       }
-      // Above the status bits: the next holder's id (HANDOFF) or a release's request.
-      const low = word % 256;
+      const status = statusOf(word);
       // This execution settles before the effects the word announces are applied and
       // before the next holder runs: those may run the next holders' callbacks, and
       // settlements keep the order of the holders, also when a callback is synchronous.
       // Its record stays until the effects are applied: its own events are among them.
       let settled = true;
-      switch (low & 0x0f & ~HANDOFF) {
-        case SETTLED_VALUE:
+      switch (finishSettlement(status)) {
+        case FINISHED_VALUE:
           this.settle(true, this.value);
           break;
-        case SETTLED_CALLBACK_ERROR:
+        case FINISHED_CALLBACK_ERROR:
           this.settle(false, this.error);
           break;
-        case SETTLED_LOST:
+        case FINISHED_LOST:
           this.settle(false, this.lostError(this.error));
           break;
         default:
           settled = false; // a `settled` effect follows once the store answers
       }
       try {
-        host.status(low);
+        host.status(status);
       } catch (error) {
         // Applying the effects failed (another execution's, as a rule): this execution
         // fails with it unless it has settled already.
@@ -1014,8 +977,8 @@ function createApi(binding, options) {
       if (settled) host.forget(this.id);
       // What this settlement starts (the caller's next execute) runs while the next
       // holder awaits, not between the two holders.
-      if (low & HANDOFF) host.handoff(Math.floor(word / 256));
-      else if ((low & 0x0f) === STORE_CALL) host.callLayer0(this, Math.floor(word / 256), false, false);
+      if (finishHandsOff(status)) host.handoff(payloadOf(word));
+      else if (finishCallsStore(status)) host.callLayer0(this, payloadOf(word), false, false);
       return undefined;
     }
 
@@ -1204,7 +1167,7 @@ function createApi(binding, options) {
       this.host = host;
       this.locks = locks;
       this.telemetry = telemetry;
-      this.options = telemetry ? 3 : 1;
+      this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
       // A single lock with a fixed key is defined in the engine once, on first use (not
       // at build: workerd forbids the engine's random seed at module load), and then
       // started by id: no key or options cross the boundary per execution.
@@ -1296,7 +1259,7 @@ function createApi(binding, options) {
       const last = locks.length - 1;
       // The first acquire may come back in the status word, to be made at once, unless
       // effects are being applied: it would overtake those.
-      const bits = host.draining || host.handing ? this.options : this.options | DIRECT;
+      const bits = host.draining || host.handing ? this.options : this.options | OPTION_DIRECT;
       let status;
       try {
         const defined = this.definedLock ?? this.defineLock();
@@ -1315,11 +1278,13 @@ function createApi(binding, options) {
         if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
         throw fromEngine(error);
       }
-      // A synchronous grant carries the innermost token above the status bits; a store
-      // call handed back, its request.
-      const low = host.status(status % 256);
-      if (low === RUNNING) rec.run(Math.floor(status / 256));
-      else if (low >= STORE_CALL) host.callLayer0(rec, Math.floor(status / 256), true, low === STORE_CALL_QUEUED);
+      // A synchronous grant carries the innermost token as the payload; a store call
+      // handed back, its request.
+      const result = host.status(statusOf(status));
+      if (result === STARTED_RUNNING) rec.run(payloadOf(status));
+      else if (result === STARTED_STORE_CALL || result === STARTED_STORE_CALL_QUEUED) {
+        host.callLayer0(rec, payloadOf(status), true, result === STARTED_STORE_CALL_QUEUED);
+      }
     }
   }
 
@@ -1483,10 +1448,10 @@ function createApi(binding, options) {
         host.execs.delete(this.id);
         return Promise.reject(error);
       }
-      if (status === SETTLED_VALUE) {
+      if (status === FINISHED_VALUE) {
         host.execs.delete(this.id);
         resolve(true);
-      } else if (status === SETTLED_NOT_HELD) {
+      } else if (status === FINISHED_NOT_HELD) {
         host.execs.delete(this.id);
         resolve(false);
       }
@@ -1595,13 +1560,14 @@ function createApi(binding, options) {
       host.execs.set(id, rec);
       let status;
       try {
-        status = host.engine.start(id, autoRenew ? 5 : 4, kind, storeId, key, ttlMs, waitMs);
+        const bits = autoRenew ? OPTION_MANUAL | OPTION_RENEW : OPTION_MANUAL;
+        status = host.engine.start(id, bits, kind, storeId, key, ttlMs, waitMs);
       } catch (error) {
         host.execs.delete(id);
         rec.detachCaller();
         throw fromEngine(error);
       }
-      if (host.status(status % 256) === RUNNING) rec.run();
+      if (host.status(statusOf(status)) === STARTED_RUNNING) rec.run();
     });
   }
 
