@@ -1,5 +1,5 @@
 // Diagnosis: what each call into the engine costs, per engine, measured on the binding
-// itself (no host, no promises). The calls are the ones lib/host.cjs makes per execution:
+// itself (no host, no promises). The calls are the ones the host (lib/host/) makes per execution:
 //   uncontended (memory store): startDefined (granted at once) + finish (settled at
 //                once); also `start`, the undefined-lock form (withLock, acquireLock,
 //                key functions, several locks)
@@ -218,9 +218,11 @@ function measure(binding) {
   return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, us(v)]));
 }
 
+// Each binding with the fast paths the host installs (lib/fast-calls.cjs).
+const { withFastCalls } = require('../../lib/fast-calls.cjs');
 const engines = {
-  native: () => require('../../lib/native.cjs').load(),
-  wasm: () => require('../../lib/wasm-node.cjs').load(),
+  native: () => withFastCalls(require('../../lib/native.cjs').load()),
+  wasm: () => withFastCalls(require('../../lib/wasm-node.cjs').load()),
 };
 const rounds = 3;
 const results = { native: [], wasm: [] };
