@@ -167,10 +167,8 @@ function defineEngineHost(api) {
         refTimer(this.timer);
       } else if (status & STATUS_TIMER_UNREF) {
         // No engine timer that keeps the process alive is live: the process may exit.
-        // Unref'ing at once, and ref'ing again when the next execution starts, costs tens
-        // of nanoseconds; deferring it to the end of the turn with an immediate cost an
-        // extra turn of the event loop (about a microsecond) after every execution on a
-        // JS store, each of which ends in a turn of its own.
+        // At once (the next execution refs it again): deferring it to the end of the
+        // turn would add a turn of the event loop to every execution on a JS store.
         unrefTimer(this.timer);
       }
       if (status & STATUS_EFFECTS) this.drain();
