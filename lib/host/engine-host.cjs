@@ -13,7 +13,6 @@ const {
   resultOf,
   ANSWERED_RUNNING,
   settledByAnswer,
-  GRANT_CLAIMED,
   STORE_MEMORY,
   STORE_POLLED,
   STORE_ANNOUNCING,
@@ -25,6 +24,7 @@ const {
 } = require('../protocol.cjs');
 const { describe } = require('../describe.cjs');
 const { HOST, STORE_ID } = require('./symbols.cjs');
+const { Watchers } = require('./watchers.cjs');
 
 // The fourth argument of `acquire` on a store that grants on release: queue this owner
 // when the key is held, to be handed the lease by the holder's release.
@@ -44,18 +44,6 @@ function refTimer(timer) {
 function unrefTimer(timer) {
   if (typeof timer === 'object') timer?.unref?.();
   else if (timer !== undefined) globalThis.Deno?.unrefTimer?.(timer);
-}
-
-/** A grant as a store that grants on release passes it to its `subscribe` listener. */
-function isGrant(grant) {
-  return (
-    grant !== null &&
-    typeof grant === 'object' &&
-    typeof grant.owner === 'string' &&
-    Number.isSafeInteger(grant.fencingToken) &&
-    grant.fencingToken >= 0 &&
-    (grant.age === undefined || (typeof grant.age === 'number' && grant.age >= 0))
-  );
 }
 
 function randomSeed() {
@@ -108,7 +96,7 @@ function defineEngineHost(api) {
       this.nextStoreId = 1;
       this.nextExec = 0;
       this.thrown = new Map();
-      this.watchers = new Map();
+      this.watchers = new Watchers(this);
       this.draining = false;
       // Running an execution handed over by `finish` (see `handoff`).
       this.handing = false;
@@ -344,7 +332,7 @@ function defineEngineHost(api) {
     }
 
     watchEffect(fx) {
-      return this.watch(fx);
+      return this.watchers.apply(fx);
     }
 
     eventEffect(exec, fx) {
@@ -507,41 +495,6 @@ function defineEngineHost(api) {
         this.guard(() => this.engine.answerFailed(request, undefined));
       } finally {
         if (!this.draining) this.thrown.delete(request);
-      }
-    }
-
-    watch(fx) {
-      const name = `${fx.store}\u0000${fx.key}`;
-      if (!fx.watch) {
-        const stop = this.watchers.get(name);
-        this.watchers.delete(name);
-        try {
-          if (typeof stop === 'function') stop();
-        } catch {
-          // A store that fails to unsubscribe costs a wasted wake-up, nothing more.
-        }
-        return;
-      }
-      const store = this.stores.get(fx.store)?.deref();
-      if (store === undefined) return;
-      const key = fx.key;
-      const kind = this.storeIds.get(store)?.kind ?? STORE_ANNOUNCING;
-      // Returns true when it claims a grant: the store releases a grant nobody claims.
-      const wake = (grant) => {
-        if (kind === STORE_GRANTING && isGrant(grant)) {
-          const { owner, fencingToken } = grant;
-          const age = grant.age ?? -1; // unknown: the engine counts from the owner's try in flight
-          return this.guard(() => this.engine.granted(kind, fx.store, key, owner, fencingToken, age)) === GRANT_CLAIMED;
-        }
-        // A plain announcement, or a grant this engine cannot read: the first waiter
-        // asks the store, which answers with the lease if it is the waiter's.
-        this.guard(() => this.engine.released(kind, fx.store, key));
-        return false;
-      };
-      try {
-        this.watchers.set(name, store.subscribe(key, wake));
-      } catch {
-        // Without announcements the waiters poll, as for any other store.
       }
     }
   }
