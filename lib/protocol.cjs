@@ -160,6 +160,15 @@ function byCode(entries) {
   for (const [code, name] of entries) names[code] = name;
   return Object.freeze(names);
 }
+const KINDS = byCode([
+  [EFFECT_CALL, 'call'],
+  [EFFECT_RUN, 'run'],
+  [EFFECT_LOST, 'lost'],
+  [EFFECT_SETTLED, 'settled'],
+  [EFFECT_EXTENDED, 'extended'],
+  [EFFECT_WATCH, 'watch'],
+  [EFFECT_EVENT, 'event'],
+]);
 const METHODS = byCode([
   [METHOD_ACQUIRE, 'acquire'],
   [METHOD_RENEW, 'renew'],
@@ -292,7 +301,7 @@ function describeEffect(n, i) {
   const kind = n[i + SLOT_KIND];
   if (kind === EFFECT_CALL) return `call ${METHODS[n[i + SLOT_A]]}`;
   if (kind === EFFECT_SETTLED) return `settled ${OUTCOMES[n[i + SLOT_A]]}`;
-  return [undefined, 'call', 'run', 'lost', 'settled', 'extended', 'watch', 'event'][kind] ?? `kind ${kind}`;
+  return KINDS[kind] ?? `kind ${kind}`;
 }
 
 /** The execution an effect at `n[i]` is for, and (a `run`) its token: for checks. */

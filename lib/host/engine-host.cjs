@@ -501,4 +501,4 @@ function defineEngineHost(api) {
   return EngineHost;
 }
 
-module.exports = { defineEngineHost, refTimer, unrefTimer };
+module.exports = { defineEngineHost };
