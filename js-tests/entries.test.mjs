@@ -15,7 +15,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 function methods(Engine) {
   // wasm-bindgen adds `free` and `__destroy_into_raw` for manual memory management; the
   // wasm engine's `*Fast` forms and `takeError` stand behind `startDefined`, `finish` and
-  // `token` (lib/host.cjs installs them).
+  // `token` (lib/fast-calls.cjs installs them).
   const glue = new Set(['constructor', 'free', '__destroy_into_raw', 'startDefinedFast', 'finishFast', 'tokenFast', 'takeError']);
   return Object.getOwnPropertyNames(Engine.prototype)
     .filter((name) => !glue.has(name))
@@ -23,8 +23,10 @@ function methods(Engine) {
 }
 
 test('the native and wasm engines offer the host the same methods', () => {
-  const native = require('../lib/native.cjs').load();
-  const wasm = require('../lib/wasm-node.cjs').load();
+  // As the host takes them: with the fast paths installed (lib/fast-calls.cjs).
+  const { withFastCalls } = require('../lib/fast-calls.cjs');
+  const native = withFastCalls(require('../lib/native.cjs').load());
+  const wasm = withFastCalls(require('../lib/wasm-node.cjs').load());
   assert.deepEqual(methods(wasm.Engine), methods(native.Engine));
   assert.equal(typeof wasm.checkDuration, 'function');
   assert.equal(typeof native.checkDuration, 'function');

@@ -60,26 +60,13 @@ function requireAddon() {
   }
 }
 
+/**
+ * The native binding: its Engine class, its duration check, and the addon, whose fast
+ * paths lib/fast-calls.cjs installs.
+ */
 function load() {
   const addon = requireAddon();
-  // The calls of every execution are plain N-API callbacks (bindings-node/src/fast.rs),
-  // cheaper than napi-rs methods; an engine takes them once enabled.
-  const Native = addon.NativeEngine;
-  Object.defineProperties(Native.prototype, {
-    startDefined: { value: addon.fastStartDefined, writable: true, configurable: true },
-    finish: { value: addon.fastFinish, writable: true, configurable: true },
-    token: { value: addon.fastToken, writable: true, configurable: true },
-    layerOwner: { value: addon.fastLayerOwner, writable: true, configurable: true },
-    answerAcquire: { value: addon.fastAnswerAcquire, writable: true, configurable: true },
-    answerRelease: { value: addon.fastAnswerRelease, writable: true, configurable: true },
-  });
-  function Engine(fake, start, seed) {
-    const engine = new Native(fake, start, seed);
-    addon.enableFast(engine);
-    return engine;
-  }
-  Engine.prototype = Native.prototype;
-  return { Engine, checkDuration: addon.checkDuration };
+  return { Engine: addon.NativeEngine, checkDuration: addon.checkDuration, addon };
 }
 
 module.exports = { load, addonFile, platformTriple };

@@ -1,5 +1,5 @@
 // Diagnosis: what each call into the engine costs, per engine, measured on the binding
-// itself (no host, no promises). The calls are the ones lib/host.cjs makes per execution:
+// itself (no host, no promises). The calls are the ones the host (lib/host/) makes per execution:
 //   uncontended (memory store): startDefined (granted at once) + finish (settled at
 //                once); also `start`, the undefined-lock form (withLock, acquireLock,
 //                key functions, several locks)
@@ -16,9 +16,9 @@
 //                in the status word), finish (the release's request in the status word:
 //                the host kept the acquire's key and owner), answerRelease (direct:
 //                SETTLED_VALUE in the status word); none takes an effect
-// Effects are decoded in the flat format (core/src/host.rs `take_flat_effects`, read by
-// lib/host.cjs `drain`/`apply`), and every status and effect is checked, so a change of
-// the binding API fails loudly instead of measuring something else. Each engine runs
+// Status words and effects are decoded by lib/protocol.cjs, as the host decodes them,
+// and every one is checked, so a change of the binding API fails loudly instead of
+// measuring something else. Each engine runs
 // `rounds` times, alternating; the table shows medians, in µs per call, with the cost of
 // the timestamps subtracted.
 //
@@ -30,39 +30,43 @@ import { median } from '../support/stats.mjs';
 
 const require = createRequire(import.meta.url);
 const N = Number(process.argv[2] ?? 100_000);
-// Store kinds, option bits and status bits (core/src/host.rs).
-const MEMORY = 0;
-const POLLED = 1;
-const RENEW = 1;
-const DIRECT = 8;
+const {
+  STORE_MEMORY: MEMORY,
+  STORE_POLLED: POLLED,
+  OPTION_RENEW: RENEW,
+  OPTION_DIRECT: DIRECT,
+  STATUS_EFFECTS: EFFECTS,
+  STATUS_HOST_BITS,
+  STARTED_RUNNING,
+  STARTED_STORE_CALL,
+  FINISHED_VALUE,
+  ANSWERED_RUNNING,
+  ANSWERED_VALUE,
+  EFFECT_WIDTH,
+  EFFECT_FIRST,
+  statusOf,
+  payloadOf,
+  resultOf,
+  finishSettlement,
+  finishHandsOff,
+  finishCallsStore,
+  describeEffect,
+  effectExec,
+  runToken,
+} = require('../../lib/protocol.cjs');
 const FOREVER = -1;
-const RUNNING = 1;
-const SETTLED_VALUE = 2;
-const STORE_CALL = 6;
-const TIMER_BITS = 32 | 64 | 128;
-const HANDOFF = 8;
-const EFFECTS = 16;
-// Flat effects: numbers[0] is how many strings there are, then EFFECT_WIDTH numbers per
-// effect: [kind, exec, layer, request, store, a, b, c].
-const EFFECT_WIDTH = 8;
-const KINDS = [undefined, 'call', 'run', 'lost', 'settled', 'extended', 'watch', 'event'];
-const METHODS = [undefined, 'acquire', 'renew', 'release'];
-const OUTCOMES = [undefined, 'value', 'callbackError', 'notHeld', 'error'];
+// The timer actions a status may carry beside a call's result.
+const TIMER_BITS = STATUS_HOST_BITS & ~EFFECTS;
 
 /** The effects of a flat array as text ("call acquire,run"), for checks. */
 function kinds(fx) {
   const out = [];
-  for (let i = 1; i < fx.length; i += EFFECT_WIDTH) {
-    const kind = KINDS[fx[i]] ?? `kind ${fx[i]}`;
-    if (kind === 'call') out.push(`call ${METHODS[fx[i + 5]]}`);
-    else if (kind === 'settled') out.push(`settled ${OUTCOMES[fx[i + 5]]}`);
-    else out.push(kind);
-  }
+  for (let i = EFFECT_FIRST; i < fx.length; i += EFFECT_WIDTH) out.push(describeEffect(fx, i));
   return out.join(',');
 }
 
 function expect(fx, what) {
-  if ((fx.length - 1) % EFFECT_WIDTH !== 0) throw new Error(`bad flat effects of length ${fx.length}`);
+  if ((fx.length - EFFECT_FIRST) % EFFECT_WIDTH !== 0) throw new Error(`bad flat effects of length ${fx.length}`);
   if (kinds(fx) !== what) throw new Error(`expected [${what}], got [${kinds(fx)}]`);
   return fx;
 }
@@ -91,8 +95,8 @@ function measure(binding) {
     const c = performance.now();
     t.startDefined += b - a;
     t.finish += c - b;
-    check((started % 256 & 15) === RUNNING, `startDefined status ${started}`);
-    check(finished < 256 && (finished & 15) === SETTLED_VALUE, `finish status ${finished}`);
+    check(resultOf(statusOf(started)) === STARTED_RUNNING, `startDefined status ${started}`);
+    check(payloadOf(finished) === 0 && finishSettlement(finished) === FINISHED_VALUE, `finish status ${finished}`);
     if ((started | finished) & EFFECTS) expect(engine.takeEffects(), '');
     id += 1;
   }
@@ -102,7 +106,7 @@ function measure(binding) {
     const started = engine.start(id, RENEW, MEMORY, store, 'bench:key', 30_000, 0);
     const b = performance.now();
     t.start += b - a;
-    check((started % 256 & 15) === RUNNING, `start status ${started}`);
+    check(resultOf(statusOf(started)) === STARTED_RUNNING, `start status ${started}`);
     const finished = engine.finish(id, true, true);
     if ((started | finished) & EFFECTS) expect(engine.takeEffects(), '');
     id += 1;
@@ -110,9 +114,9 @@ function measure(binding) {
   // Handoff: one holder, one waiter, repeated.
   const handoffLock = engine.defineLock(MEMORY, store, 'bench:handoff', 30_000, FOREVER);
   let holder = id++;
-  check((engine.startDefined(holder, RENEW, handoffLock) % 256 & 15) === RUNNING, 'holder not running');
+  check(resultOf(statusOf(engine.startDefined(holder, RENEW, handoffLock))) === STARTED_RUNNING, 'holder not running');
   let waiter = id++;
-  check((engine.startDefined(waiter, RENEW, handoffLock) & 15) === 0, 'waiter not queued');
+  check(resultOf(statusOf(engine.startDefined(waiter, RENEW, handoffLock))) === 0, 'waiter not queued');
   for (let i = 0; i < N; i++) {
     const a = performance.now();
     const word = engine.finish(holder, true, true);
@@ -120,7 +124,10 @@ function measure(binding) {
     const token = engine.token(waiter);
     const c = performance.now();
     check(
-      word >= 256 && (word & 15) === (HANDOFF | SETTLED_VALUE) && Math.floor(word / 256) === waiter && !(word & EFFECTS),
+      finishHandsOff(statusOf(word)) &&
+        finishSettlement(statusOf(word)) === FINISHED_VALUE &&
+        payloadOf(word) === waiter &&
+        !(word & EFFECTS),
       `handoff finish status ${word} (waiter ${waiter})`,
     );
     check(typeof token === 'number', `token ${token}`);
@@ -129,7 +136,7 @@ function measure(binding) {
     const d = performance.now();
     const queued = engine.startDefined(waiter, RENEW, handoffLock);
     const e = performance.now();
-    check(queued < 256 && (queued & 15) === 0, `queued start status ${queued}`);
+    check(payloadOf(queued) === 0 && resultOf(queued) === 0, `queued start status ${queued}`);
     if (queued & EFFECTS) expect(engine.takeEffects(), '');
     t.finishHandoff += b - a;
     t.token += c - b;
@@ -144,14 +151,15 @@ function measure(binding) {
     const c = performance.now();
     const empty = engine.takeEffects();
     const d = performance.now();
-    check(word < 256 && (word & 15) === SETTLED_VALUE && word & EFFECTS, `finish status ${word}`);
+    check(payloadOf(word) === 0 && resultOf(word) === FINISHED_VALUE && word & EFFECTS, `finish status ${word}`);
     expect(effects, 'run');
-    check(effects[2] === waiter && effects[7] >= 0, `run effect for ${effects[2]}, token ${effects[7]}`);
+    const [exec, token] = [effectExec(effects, EFFECT_FIRST), runToken(effects, EFFECT_FIRST)];
+    check(exec === waiter && token >= 0, `run effect for ${exec}, token ${token}`);
     expect(empty, '');
     holder = waiter;
     waiter = id++;
     const queued = engine.startDefined(waiter, RENEW, handoffLock);
-    check((queued & 15) === 0, `queued start status ${queued}`);
+    check(resultOf(queued) === 0, `queued start status ${queued}`);
     if (queued & EFFECTS) expect(engine.takeEffects(), '');
     t.finishNoHandoff += b - a;
     t.takeOne += c - b;
@@ -170,24 +178,24 @@ function measure(binding) {
     let b = performance.now();
     const owner = engine.layerOwner(exec, 0);
     let c = performance.now();
-    check(status % 256 === STORE_CALL, `JS start status ${status}`);
+    check(statusOf(status) === STARTED_STORE_CALL, `JS start status ${status}`);
     check(typeof owner === 'string' && owner.length > 0, `owner ${owner}`);
     x.startJs += b - a;
     x.ownerAcquire += c - b;
     a = performance.now();
-    status = engine.answerAcquire(Math.floor(status / 256), i + 1, true);
+    status = engine.answerAcquire(payloadOf(status), i + 1, true);
     b = performance.now();
-    check((status & ~TIMER_BITS) === RUNNING, `answerAcquire status ${status}`);
+    check((status & ~TIMER_BITS) === ANSWERED_RUNNING, `answerAcquire status ${status}`);
     x.answerAcquire += b - a;
     a = performance.now();
     status = engine.finish(exec, true, true);
     b = performance.now();
-    check((status % 256 & ~TIMER_BITS) === STORE_CALL, `JS finish status ${status}`);
+    check(finishCallsStore(statusOf(status)) && !(status & EFFECTS), `JS finish status ${status}`);
     x.finishJs += b - a;
     a = performance.now();
-    status = engine.answerRelease(Math.floor(status / 256), true, true);
+    status = engine.answerRelease(payloadOf(status), true, true);
     b = performance.now();
-    check((status & ~TIMER_BITS) === SETTLED_VALUE, `answerRelease status ${status}`);
+    check((status & ~TIMER_BITS) === ANSWERED_VALUE, `answerRelease status ${status}`);
     x.answerRelease += b - a;
   }
   Object.assign(t, x);
@@ -210,9 +218,11 @@ function measure(binding) {
   return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, us(v)]));
 }
 
+// Each binding with the fast paths the host installs (lib/fast-calls.cjs).
+const { withFastCalls } = require('../../lib/fast-calls.cjs');
 const engines = {
-  native: () => require('../../lib/native.cjs').load(),
-  wasm: () => require('../../lib/wasm-node.cjs').load(),
+  native: () => withFastCalls(require('../../lib/native.cjs').load()),
+  wasm: () => withFastCalls(require('../../lib/wasm-node.cjs').load()),
 };
 const rounds = 3;
 const results = { native: [], wasm: [] };

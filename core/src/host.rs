@@ -53,6 +53,15 @@ pub mod status {
     pub const STORE_CALL: u32 = 6;
     /// As [`STORE_CALL`], for an acquire that asks the store to queue the owner.
     pub const STORE_CALL_QUEUED: u32 = 7;
+    /// `memRelease`: the owner held a live lease.
+    pub const MEMORY_RELEASED: u32 = 1;
+    /// The host's bits: [`EFFECTS`] and the timer actions.
+    pub const HOST_BITS: u32 = EFFECTS | TIMER_REF | TIMER_UNREF | TIMER_ARM;
+    /// The call's own result, whose meaning depends on the call.
+    pub const RESULT_BITS: u32 = 15;
+    /// A payload (a token, an execution id, a request id) rides above the status bits,
+    /// as this many times its value.
+    pub const PAYLOAD_UNIT: f64 = 256.0;
 }
 
 /// Option bit of `start`: the host can call a store at once, nothing else running
@@ -82,10 +91,24 @@ pub fn status_flags(engine: &mut Engine, arm_at: &mut f64) -> u32 {
     flags
 }
 
-/// Execution options from the host's bits: 1 renew, 2 telemetry, 4 manual lease
-/// ([`DIRECT`] is the status word's business, not the execution's).
+/// Option bits of `start` that shape the execution ([`DIRECT`] is the status word's
+/// business, not the execution's).
+pub mod exec_option {
+    /// Renew the leases while the callback runs.
+    pub const RENEW: u32 = 1;
+    /// Report events (the pipeline has a telemetry listener).
+    pub const TELEMETRY: u32 = 2;
+    /// A manual lease (`acquireLock`): held until released by hand.
+    pub const MANUAL: u32 = 4;
+}
+
+/// Execution options from the host's bits ([`exec_option`]).
 pub fn exec_options(bits: u32) -> crate::ExecOptions {
-    crate::ExecOptions { renew: bits & 1 != 0, telemetry: bits & 2 != 0, manual: bits & 4 != 0 }
+    crate::ExecOptions {
+        renew: bits & exec_option::RENEW != 0,
+        telemetry: bits & exec_option::TELEMETRY != 0,
+        manual: bits & exec_option::MANUAL != 0,
+    }
 }
 
 /// Store kinds as hosts number them.
@@ -248,36 +271,98 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
 /// | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
 /// | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
 ///
-/// Codes: methods 1 acquire, 2 renew, 3 release, and for a call 4: an acquire that asks a
-/// store that grants on release to queue the owner (it waits); outcomes 1 value,
-/// 2 callback error, 3 not held, 4 error; errors 1 `LOCK_NOT_ACQUIRED`, 2 `LOCK_LOST`, 3 `LOCK_STORE_FAILED`,
-/// 4 aborted, 5 type error, 6 range error; events 1 acquired, 2 rejected, 3 renewed,
-/// 4 renewal failed, 5 lost, 6 released, 7 release failed.
+/// The codes are named in the modules of [`flat`]; lib/protocol.cjs decodes them, and
+/// core/tests/protocol.rs checks that both sides agree.
 pub mod flat {
     /// Numbers per effect.
     pub const EFFECT_WIDTH: usize = 8;
-}
+    /// Where the first effect starts (after the header).
+    pub const EFFECT_FIRST: usize = 1;
 
-/// The method code of an acquire that asks a store that grants on release to queue the
-/// owner.
-const QUEUED_ACQUIRE: f64 = 4.0;
+    /// Slots of an effect record; what a, b and c hold depends on its kind.
+    pub mod slot {
+        #![allow(missing_docs)]
+        pub const KIND: usize = 0;
+        pub const EXEC: usize = 1;
+        pub const LAYER: usize = 2;
+        pub const REQUEST: usize = 3;
+        pub const STORE: usize = 4;
+        pub const A: usize = 5;
+        pub const B: usize = 6;
+        pub const C: usize = 7;
+    }
+
+    /// Effect kinds.
+    pub mod kind {
+        #![allow(missing_docs)]
+        pub const CALL: f64 = 1.0;
+        pub const RUN: f64 = 2.0;
+        pub const LOST: f64 = 3.0;
+        pub const SETTLED: f64 = 4.0;
+        pub const EXTENDED: f64 = 5.0;
+        pub const WATCH: f64 = 6.0;
+        pub const EVENT: f64 = 7.0;
+    }
+
+    /// Store methods, of a call and of a store's failure.
+    pub mod method {
+        #![allow(missing_docs)]
+        pub const ACQUIRE: f64 = 1.0;
+        pub const RENEW: f64 = 2.0;
+        pub const RELEASE: f64 = 3.0;
+        /// A call's acquire that asks a store that grants on release to queue the owner.
+        pub const QUEUED_ACQUIRE: f64 = 4.0;
+    }
+
+    /// Outcomes of a `settled` effect.
+    pub mod outcome {
+        #![allow(missing_docs)]
+        pub const VALUE: f64 = 1.0;
+        pub const CALLBACK_ERROR: f64 = 2.0;
+        pub const NOT_HELD: f64 = 3.0;
+        pub const ERROR: f64 = 4.0;
+    }
+
+    /// Error codes of a `settled` effect with [`outcome::ERROR`].
+    pub mod error {
+        #![allow(missing_docs)]
+        pub const NOT_ACQUIRED: f64 = 1.0;
+        pub const LOST: f64 = 2.0;
+        pub const STORE_FAILED: f64 = 3.0;
+        pub const ABORTED: f64 = 4.0;
+        pub const TYPE: f64 = 5.0;
+        pub const RANGE: f64 = 6.0;
+    }
+
+    /// Telemetry events.
+    pub mod event {
+        #![allow(missing_docs)]
+        pub const ACQUIRED: f64 = 1.0;
+        pub const REJECTED: f64 = 2.0;
+        pub const RENEWED: f64 = 3.0;
+        pub const RENEWAL_FAILED: f64 = 4.0;
+        pub const LOST: f64 = 5.0;
+        pub const RELEASED: f64 = 6.0;
+        pub const RELEASE_FAILED: f64 = 7.0;
+    }
+}
 
 fn method_code(method: StoreMethod) -> f64 {
     match method {
-        StoreMethod::Acquire => 1.0,
-        StoreMethod::Renew => 2.0,
-        StoreMethod::Release => 3.0,
+        StoreMethod::Acquire => flat::method::ACQUIRE,
+        StoreMethod::Renew => flat::method::RENEW,
+        StoreMethod::Release => flat::method::RELEASE,
     }
 }
 
 fn error_code(err: &LockError) -> f64 {
     match err.code() {
-        "LOCK_NOT_ACQUIRED" => 1.0,
-        "LOCK_LOST" => 2.0,
-        "LOCK_STORE_FAILED" => 3.0,
-        "ABORT_ERR" => 4.0,
-        "ERR_INVALID_ARG_TYPE" => 5.0,
-        _ => 6.0,
+        "LOCK_NOT_ACQUIRED" => flat::error::NOT_ACQUIRED,
+        "LOCK_LOST" => flat::error::LOST,
+        "LOCK_STORE_FAILED" => flat::error::STORE_FAILED,
+        "ABORT_ERR" => flat::error::ABORTED,
+        "ERR_INVALID_ARG_TYPE" => flat::error::TYPE,
+        _ => flat::error::RANGE,
     }
 }
 
@@ -307,6 +392,7 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
         (strings.len() - 1) as f64
     }
     while let Some(effect) = engine.take_effect() {
+        use flat::{event as ev, kind, outcome};
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
             Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue } => {
                 // The host keeps the key and owner of a lock's acquire for its renewals
@@ -318,19 +404,21 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                     text(strings, owner);
                     at
                 };
-                let method = if queue { QUEUED_ACQUIRE } else { method_code(method) };
-                [1.0, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
+                let method = if queue { flat::method::QUEUED_ACQUIRE } else { method_code(method) };
+                [kind::CALL, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
             }
             Effect::Run { exec } => {
                 // The innermost token comes along, saving the host a call per handover.
                 let token = engine.token(exec).map_or(-1.0, |t| t as f64);
-                [2.0, exec.into(), 0.0, 0.0, 0.0, 0.0, token, 0.0]
+                [kind::RUN, exec.into(), 0.0, 0.0, 0.0, 0.0, token, 0.0]
             }
-            Effect::Lost { exec, layer } => [3.0, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
+            Effect::Lost { exec, layer } => [kind::LOST, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
             Effect::Settled { exec, outcome } => match outcome {
-                Outcome::Value => [4.0, exec.into(), 0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
-                Outcome::CallbackError => [4.0, exec.into(), 0.0, 0.0, 0.0, 2.0, 0.0, 0.0],
-                Outcome::NotHeld => [4.0, exec.into(), 0.0, 0.0, 0.0, 3.0, 0.0, 0.0],
+                Outcome::Value => [kind::SETTLED, exec.into(), 0.0, 0.0, 0.0, outcome::VALUE, 0.0, 0.0],
+                Outcome::CallbackError => {
+                    [kind::SETTLED, exec.into(), 0.0, 0.0, 0.0, outcome::CALLBACK_ERROR, 0.0, 0.0]
+                }
+                Outcome::NotHeld => [kind::SETTLED, exec.into(), 0.0, 0.0, 0.0, outcome::NOT_HELD, 0.0, 0.0],
                 Outcome::Error(err) => {
                     let (cause, method) = match &err {
                         LockError::StoreFailed { method, failure, .. } => (cause_of(failure), method_code(*method)),
@@ -338,26 +426,32 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                     };
                     let at = text(strings, err.to_string());
                     text(strings, err.key().unwrap_or_default().to_owned());
-                    [4.0, exec.into(), 0.0, cause, method, 4.0, error_code(&err), at]
+                    [kind::SETTLED, exec.into(), 0.0, cause, method, outcome::ERROR, error_code(&err), at]
                 }
             },
-            Effect::Extended { exec, ok } => [5.0, exec.into(), 0.0, 0.0, 0.0, f64::from(u8::from(ok)), 0.0, 0.0],
+            Effect::Extended { exec, ok } => {
+                [kind::EXTENDED, exec.into(), 0.0, 0.0, 0.0, f64::from(u8::from(ok)), 0.0, 0.0]
+            }
             Effect::Watch { store, key, watch } => {
                 let at = text(strings, key);
-                [6.0, 0.0, 0.0, 0.0, store.into(), f64::from(u8::from(watch)), 0.0, at]
+                [kind::WATCH, 0.0, 0.0, 0.0, store.into(), f64::from(u8::from(watch)), 0.0, at]
             }
             Effect::Event { exec, layer, event } => {
                 let (code, waited, token, cause, message) = match event {
-                    Event::Acquired { waited, token } => (1.0, waited as f64, token as f64, 0.0, None),
-                    Event::Rejected { waited } => (2.0, waited as f64, 0.0, 0.0, None),
-                    Event::Renewed { token } => (3.0, 0.0, token as f64, 0.0, None),
-                    Event::RenewalFailed { failure } => (4.0, 0.0, 0.0, cause_of(&failure), failure_message(&failure)),
-                    Event::Lost => (5.0, 0.0, 0.0, 0.0, None),
-                    Event::Released => (6.0, 0.0, 0.0, 0.0, None),
-                    Event::ReleaseFailed { failure } => (7.0, 0.0, 0.0, cause_of(&failure), failure_message(&failure)),
+                    Event::Acquired { waited, token } => (ev::ACQUIRED, waited as f64, token as f64, 0.0, None),
+                    Event::Rejected { waited } => (ev::REJECTED, waited as f64, 0.0, 0.0, None),
+                    Event::Renewed { token } => (ev::RENEWED, 0.0, token as f64, 0.0, None),
+                    Event::RenewalFailed { failure } => {
+                        (ev::RENEWAL_FAILED, 0.0, 0.0, cause_of(&failure), failure_message(&failure))
+                    }
+                    Event::Lost => (ev::LOST, 0.0, 0.0, 0.0, None),
+                    Event::Released => (ev::RELEASED, 0.0, 0.0, 0.0, None),
+                    Event::ReleaseFailed { failure } => {
+                        (ev::RELEASE_FAILED, 0.0, 0.0, cause_of(&failure), failure_message(&failure))
+                    }
                 };
                 let message_at = message.map_or(-1.0, |m| text(strings, m));
-                [7.0, exec.into(), layer.into(), cause, message_at, code, waited, token]
+                [kind::EVENT, exec.into(), layer.into(), cause, message_at, code, waited, token]
             }
         };
         numbers.extend_from_slice(&record);
@@ -379,8 +473,12 @@ pub fn start_word(engine: &mut Engine, exec: u32, options: u32, start: crate::St
     };
     let flags = status_flags(engine, arm_at);
     match (start, call) {
-        (crate::Start::Running { token }, _) => f64::from(status::RUNNING | flags) + 256.0 * token as f64,
-        (crate::Start::Pending, Some((code, request))) => f64::from(code | flags) + 256.0 * f64::from(request),
+        (crate::Start::Running { token }, _) => {
+            f64::from(status::RUNNING | flags) + status::PAYLOAD_UNIT * token as f64
+        }
+        (crate::Start::Pending, Some((code, request))) => {
+            f64::from(code | flags) + status::PAYLOAD_UNIT * f64::from(request)
+        }
         (crate::Start::Pending, None) => f64::from(flags),
     }
 }
@@ -424,8 +522,8 @@ pub fn finish_call(
     };
     let status = finish_status(finish) | status_flags(engine, arm_at);
     Ok(match (next, call) {
-        (Some(next), _) => f64::from(status | status::HANDOFF) + 256.0 * f64::from(next),
-        (None, Some((code, request))) => f64::from(status | code) + 256.0 * f64::from(request),
+        (Some(next), _) => f64::from(status | status::HANDOFF) + status::PAYLOAD_UNIT * f64::from(next),
+        (None, Some((code, request))) => f64::from(status | code) + status::PAYLOAD_UNIT * f64::from(request),
         (None, None) => f64::from(status),
     })
 }

@@ -1,0 +1,393 @@
+'use strict';
+// Executions: what the engine host runs and settles. HostedExecution is the contract
+// the host relies on; Execution runs a pipeline's callback under its locks (the
+// LeaseExecution of a manual lease is in lease.cjs). ResilienceContext is what a
+// callback sees, and getLockToken finds the context code runs under.
+
+const { LockNotAcquiredError, LockLostError, LockStoreError } = require('../errors.cjs');
+const { describe } = require('../describe.cjs');
+const {
+  statusOf,
+  payloadOf,
+  FINISHED_VALUE,
+  FINISHED_CALLBACK_ERROR,
+  FINISHED_LOST,
+  finishSettlement,
+  finishHandsOff,
+  finishCallsStore,
+} = require('../protocol.cjs');
+
+/** The key of the fencing token in `context.properties`. */
+const LOCK_TOKEN = 'leasehold.lockToken';
+
+function noop() {}
+
+/** The abort reason for a lease on `key` that a retired engine no longer renews. */
+function unrenewed(key, failure) {
+  return new LockLostError(key, `lease on lock '${key}' is no longer renewed: its engine failed`, { cause: failure });
+}
+
+/*
+ * Executions started inside one another synchronously (a callback, a store or a
+ * telemetry listener that starts one, which starts one...): how deep the JS stack
+ * holds them now. Past MAX_SYNC_NESTING the next one starts from a microtask, on a
+ * fresh stack: the stack must not run out inside an engine call, where the wasm
+ * engine would be left borrowed and unusable for every later lock on its clock.
+ */
+const MAX_SYNC_NESTING = 64;
+/** `nested(start)`: runs `start` now, or from a microtask when the stack is deep (one per API). */
+function createNesting() {
+  let nesting = 0;
+  return function nested(start) {
+    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start));
+    nesting += 1;
+    try {
+      return start();
+    } finally {
+      nesting -= 1;
+    }
+  };
+}
+
+/**
+ * The execution classes of one API; `api` is its shared context (lib/host.cjs):
+ * `fromEngine`, `ambient` (an AsyncLocalStorage, where the runtime has one) and
+ * `syncContext` (the context whose callback runs synchronously right now), which
+ * Execution#run sets.
+ */
+function defineExecutions(api) {
+  const { fromEngine, ambient } = api;
+
+  /**
+   * What the engine host asks of every execution it keeps in `host.execs` by `id`.
+   * Subclasses implement:
+   *   run(token)         every lock is held (token: the innermost fencing token, or
+   *                      undefined: ask the engine)
+   *   lost(layer)        lock `layer` is lost
+   *   settled(fx)        the engine settled it: a `settled` record of lib/protocol.cjs
+   *   fail(error)        it fails with `error`: the host could not carry out its part
+   *   retire(failure)    the engine died; nothing renews or settles it any more
+   * and may override extended(ok) (an extend() answered) and event(fx, thrown) (a
+   * telemetry event), which do nothing here. The host also keeps on it the key and
+   * owner of each acquire (the engine sends renewals and releases without them) and
+   * the errors stores threw, which may become a rejection's cause later.
+   */
+  class HostedExecution {
+    constructor(host, id) {
+      this.host = host;
+      this.id = id;
+      this.callerSignal = undefined;
+      // [key, owner, ...] of each lock's acquire on a JS store (`keepLockText`).
+      this.lockText = undefined;
+      // request id -> what a store threw for it (`keepCause`).
+      this.causes = undefined;
+    }
+
+    /** Keeps the key and owner of the acquire of lock `layer`, for its renewals and release. */
+    keepLockText(layer, key, owner) {
+      const text = (this.lockText ??= []);
+      text[2 * layer] = key;
+      text[2 * layer + 1] = owner;
+    }
+
+    /** Keeps what a store threw for an acquire: the rejection that cites it may come after its outer locks' release. */
+    keepCause(request, error) {
+      (this.causes ??= new Map()).set(request, error);
+    }
+
+    /** The error a `settled` record with outcome `error` stands for. */
+    errorOf(fx) {
+      switch (fx.code) {
+        case 'LOCK_NOT_ACQUIRED':
+          return new LockNotAcquiredError(fx.key, fx.message);
+        case 'LOCK_LOST':
+          return new LockLostError(fx.key, fx.message);
+        case 'LOCK_STORE_FAILED': {
+          const options = fx.cause ? { cause: this.causes?.get(fx.cause) ?? this.host.thrown.get(fx.cause) } : undefined;
+          return new LockStoreError(fx.key, fx.method, fx.message, options);
+        }
+        case 'ABORT_ERR':
+          return this.callerSignal?.reason ?? new Error('the operation was aborted');
+        default:
+          return fromEngine(fx);
+      }
+    }
+
+    extended() {}
+
+    event() {}
+  }
+
+  class ResilienceContext {
+    constructor(rec, operationKey) {
+      this.operationKey = operationKey;
+      this._rec = rec;
+      this._controller = undefined;
+      this._properties = undefined;
+      this._token = undefined;
+      // The context whose callback was running where this execution started (nested
+      // locks), if still running then; see `liveContext`.
+      this._outer = undefined;
+    }
+
+    /** Per-execution properties; the fencing token is under `LOCK_TOKEN`. Created on first read. */
+    get properties() {
+      if (!this._properties) {
+        this._properties = new Map();
+        if (this._token !== undefined) this._properties.set(LOCK_TOKEN, this._token);
+      }
+      return this._properties;
+    }
+
+    setToken(token) {
+      this._token = token;
+      if (this._properties) this._properties.set(LOCK_TOKEN, token);
+    }
+
+    /** Aborted when the caller cancels or the lease is lost. Created on first read. */
+    get signal() {
+      const rec = this._rec;
+      if (!this._controller) {
+        this._controller = new AbortController();
+        if (rec.abortReason !== undefined) this._controller.abort(rec.abortReason);
+      }
+      return this._controller.signal;
+    }
+
+    abort(reason) {
+      if (this._rec.abortReason !== undefined) return;
+      this._rec.abortReason = reason;
+      if (this._controller) this._controller.abort(reason);
+    }
+  }
+
+  class Execution extends HostedExecution {
+    constructor(host, pipeline, id, callback, context, locks, keys) {
+      super(host, id);
+      this.pipeline = pipeline;
+      this.callback = callback;
+      this.context = context;
+      this.locks = locks;
+      this.keys = keys;
+      this.abortReason = undefined;
+      this.lostLayer = -1;
+      // Each lock lost while the callback ran is told once (`lost`).
+      this.lostLayers = undefined;
+      this.running = false;
+      // The callback has settled: a lock lost later has no one left to tell.
+      this.finished = false;
+      this.value = undefined;
+      this.error = undefined;
+      this.resolve = undefined;
+      this.reject = undefined;
+      this.onCallerAbort = undefined;
+    }
+
+    /** Every lock is held: run the callback under its token; resolve via `finish`. */
+    run(token) {
+      this.running = true;
+      if (token === undefined) {
+        try {
+          token = this.host.engine.token(this.id) ?? undefined;
+        } catch (error) {
+          // The engine failed (a caught panic) while handing the locks over: the
+          // callback never runs, the execution rejects, and its locks are released.
+          return this.finish(false, fromEngine(error));
+        }
+      }
+      this.context.setToken(token);
+      // The caller may have aborted after the engine granted the locks but before this
+      // run: the callback never runs then.
+      if (this.callerSignal?.aborted) {
+        this.context.abort(this.callerSignal.reason);
+        return this.finish(false, this.callerSignal.reason);
+      }
+      let result;
+      let thenable = false;
+      const previous = api.syncContext;
+      api.syncContext = this.context;
+      try {
+        result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+        thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
+      } catch (error) {
+        api.syncContext = previous;
+        return this.finish(false, error);
+      }
+      api.syncContext = previous;
+      if (thenable) {
+        try {
+          return (result instanceof Promise ? result : Promise.resolve(result)).then(
+            (value) => this.finish(true, value),
+            (error) => this.finish(false, error),
+          );
+        } catch (error) {
+          // A Promise subclass whose `then` throws: the callback failed.
+          return this.finish(false, error);
+        }
+      }
+      return this.finish(true, result);
+    }
+
+    finish(ok, valueOrError) {
+      const host = this.host;
+      this.finished = true;
+      // Detached work of this callback now reads an enclosing lock's token, if one is
+      // still held; a finished context keeps no chain of finished ones behind it.
+      const context = this.context;
+      if (context._outer !== undefined) context._outer = liveContext(context._outer);
+      if (ok) this.value = valueOrError;
+      else this.error = valueOrError;
+      let word;
+      try {
+        // A handoff only where nothing else runs: not while effects are applied, nor
+        // inside a handed-over execution (its own finish drains instead).
+        word = host.engine.finish(this.id, ok, !host.draining && !host.handing);
+      } catch (error) {
+        return this.fail(fromEngine(error));
+      }
+      const status = statusOf(word);
+      // This execution settles before the effects the word announces are applied and
+      // before the next holder runs: those may run the next holders' callbacks, and
+      // settlements keep the order of the holders, also when a callback is synchronous.
+      // Its record stays until the effects are applied: its own events are among them.
+      let settled = true;
+      switch (finishSettlement(status)) {
+        case FINISHED_VALUE:
+          this.settle(true, this.value);
+          break;
+        case FINISHED_CALLBACK_ERROR:
+          this.settle(false, this.error);
+          break;
+        case FINISHED_LOST:
+          this.settle(false, this.lostError(this.error));
+          break;
+        default:
+          settled = false; // a `settled` effect follows once the store answers
+      }
+      try {
+        host.status(status);
+      } catch (error) {
+        // Applying the effects failed (another execution's, as a rule): this execution
+        // fails with it unless it has settled already.
+        if (!settled) return this.fail(error);
+      }
+      if (settled) host.forget(this.id);
+      // What this settlement starts (the caller's next execute) runs while the next
+      // holder awaits, not between the two holders.
+      if (finishHandsOff(status)) host.handoff(payloadOf(word));
+      else if (finishCallsStore(status)) host.callLayer0(this, payloadOf(word), false, false);
+      return undefined;
+    }
+
+    lostError(cause) {
+      const key = this.keys[Math.max(0, this.lostLayer)];
+      return new LockLostError(key, undefined, { cause });
+    }
+
+    lost(layer, reason = new LockLostError(this.keys[layer])) {
+      if (this.lostLayer < 0) this.lostLayer = layer;
+      (this.lostLayers ??= [])[layer] = true;
+      const key = this.keys[layer];
+      this.context.abort(reason);
+      const onLockLost = this.locks[layer].onLockLost;
+      if (onLockLost) {
+        try {
+          const result = onLockLost({ context: this.context, key });
+          if (result && typeof result.then === 'function') result.then(undefined, () => {});
+        } catch {
+          // A throwing onLockLost must not break the engine; the loss is already signalled.
+        }
+      }
+    }
+
+    settled(fx) {
+      if (fx.outcome === 'value') return this.done(true, this.value);
+      if (fx.outcome === 'callbackError') return this.done(false, this.error);
+      return this.done(false, this.errorFrom(fx));
+    }
+
+    errorFrom(fx) {
+      if (fx.code === 'LOCK_LOST' && this.running) return this.lostError(this.error);
+      return this.errorOf(fx);
+    }
+
+    fail(error) {
+      return this.done(false, error);
+    }
+
+    /** The engine was retired (`die`): a running callback loses every lock it still held. */
+    retire(failure) {
+      if (this.running && !this.finished) {
+        for (let layer = 0; layer < this.locks.length; layer++) {
+          if (!this.lostLayers?.[layer]) this.lost(layer, unrenewed(this.keys[layer], failure));
+        }
+      }
+      this.fail(failure);
+    }
+
+    done(ok, valueOrError) {
+      this.host.execs.delete(this.id);
+      this.settle(ok, valueOrError);
+    }
+
+    /** Resolves or rejects the execution's promise; its record is the caller's to drop. */
+    settle(ok, valueOrError) {
+      if (this.callerSignal) this.callerSignal.removeEventListener('abort', this.onCallerAbort);
+      const { resolve, reject } = this;
+      // The promise was made where `execute` was called, maybe inside an enclosing
+      // callback, whose context AsyncLocalStorage keeps on it: once settled, the record
+      // lets go of it, so that a context left reachable (by a timer of its callback)
+      // keeps no chain of enclosing contexts alive.
+      this.resolve = noop;
+      this.reject = noop;
+      // Nor does it keep the callback or its outcome: a nested execution's context,
+      // kept by work its callback left behind, still refers to this one (`_outer`).
+      this.callback = undefined;
+      this.value = undefined;
+      this.error = undefined;
+      if (ok) resolve(valueOrError);
+      else reject(valueOrError);
+    }
+
+    event(fx, thrown) {
+      const telemetry = this.pipeline.telemetry;
+      const lock = this.locks[fx.layer];
+      const event = { type: fx.outcome, key: this.keys[fx.layer], name: lock.name, operationKey: this.context.operationKey };
+      if (fx.outcome === 'acquired' || fx.outcome === 'rejected') event.waitedMs = fx.waited;
+      if (fx.outcome === 'acquired' || fx.outcome === 'renewed') event.fencingToken = fx.token;
+      if (fx.outcome === 'renewalFailed' || fx.outcome === 'releaseFailed') {
+        event.error = thrown ?? new LockStoreError(event.key, fx.outcome === 'renewalFailed' ? 'renew' : 'release', fx.message);
+      }
+      try {
+        telemetry(event);
+      } catch {
+        // Telemetry never breaks a lock.
+      }
+    }
+  }
+
+  /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
+  function getLockToken(context) {
+    if (context !== undefined) {
+      if (context instanceof ResilienceContext) return context._rec?.finished ? undefined : context._token;
+      if (context === null || typeof context !== 'object' || !(context.properties instanceof Map)) {
+        throw new TypeError(`context must be an execution context, got ${describe(context)}`);
+      }
+      return context.properties.get(LOCK_TOKEN);
+    }
+    // Work started under a lock can run after its execution settled and released the
+    // lock (a timer, a detached promise): it runs under the enclosing lock still held,
+    // if it was started in a nested one, else under none.
+    return liveContext(ambient ? (ambient.getStore() ?? api.syncContext) : api.syncContext)?._token;
+  }
+
+  /** `context`, or the nearest context enclosing it whose callback still runs; undefined when none does. */
+  function liveContext(context) {
+    while (context !== undefined && context._rec?.finished) context = context._outer;
+    return context;
+  }
+
+  return { HostedExecution, ResilienceContext, Execution, getLockToken, liveContext };
+}
+
+module.exports = { defineExecutions, createNesting, unrenewed, LOCK_TOKEN };

@@ -1,0 +1,91 @@
+'use strict';
+// MemoryLockStore: the in-process store, native to the engine. Its leases live in the
+// engine of its time source; this class only checks arguments and asks that engine.
+
+const { MEMORY_RELEASED } = require('../protocol.cjs');
+const { describe, checkOptionNames } = require('../describe.cjs');
+const { HOST, STORE_ID, TIME_PROVIDER } = require('./symbols.cjs');
+const { checkKey } = require('./options.cjs');
+
+/** Asks `store`'s engine `fn(engine, storeId)`; a failure of the engine itself is an Error. */
+function askMemory(store, fn) {
+  const host = store[HOST];
+  return host.ask(() => fn(host.engine, store[STORE_ID]));
+}
+
+/** The MemoryLockStore class of one API; `api` is its shared context (lib/host.cjs). */
+function defineMemoryLockStore(api) {
+  const { hostOf, checkDuration } = api;
+
+  function checkTtlMs(ttlMs) {
+    if (typeof ttlMs !== 'number') throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(ttlMs)}`);
+    if (!Number.isFinite(ttlMs) || ttlMs <= 0) throw new RangeError(`ttlMs must be a positive finite number, got ${describe(ttlMs)}`);
+    return checkDuration(ttlMs, 'ttlMs', { infiniteOk: false });
+  }
+
+  /** The in-process store, native to the engine: FIFO wake-up, monotonic tokens, bounded memory. */
+  class MemoryLockStore {
+    constructor(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`options must be an object, got ${describe(options)}`);
+      }
+      checkOptionNames(options, ['timeProvider'], 'MemoryLockStore');
+      const host = hostOf(options.timeProvider, 'timeProvider');
+      this[HOST] = host;
+      this[TIME_PROVIDER] = options.timeProvider;
+      this[STORE_ID] = host.ask(() => host.engine.createMemoryStore());
+      host.memoryStoreGone?.register(this, this[STORE_ID]);
+    }
+
+    static [HOST](host, id) {
+      const store = Object.create(MemoryLockStore.prototype);
+      store[HOST] = host;
+      store[STORE_ID] = id;
+      return store;
+    }
+
+    /** Keys held or waited for. */
+    get size() {
+      return askMemory(this, (engine, id) => engine.memSize(id));
+    }
+
+    async acquire(key, owner, ttlMs) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const ttl = checkTtlMs(ttlMs);
+      const token = askMemory(this, (engine, id) => engine.memAcquire(id, key, owner, ttl));
+      return token === null || token === undefined ? undefined : { fencingToken: token };
+    }
+
+    async renew(key, owner, ttlMs) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const ttl = checkTtlMs(ttlMs);
+      return askMemory(this, (engine, id) => engine.memRenew(id, key, owner, ttl));
+    }
+
+    /** Ends `owner`'s lease; true when it held a live one. Wakes the first waiter. */
+    async release(key, owner) {
+      checkKey(key);
+      checkKey(owner, 'owner');
+      const host = this[HOST];
+      return host.call(() => host.engine.memRelease(this[STORE_ID], key, owner)) === MEMORY_RELEASED;
+    }
+
+    /** Whether `key` has a live lease. Advisory: it may change right after. */
+    async isLocked(key) {
+      checkKey(key);
+      return askMemory(this, (engine, id) => engine.memTtl(id, key)) != null;
+    }
+
+    /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
+    async ttl(key) {
+      checkKey(key);
+      return askMemory(this, (engine, id) => engine.memTtl(id, key)) ?? undefined;
+    }
+  }
+
+  return MemoryLockStore;
+}
+
+module.exports = { defineMemoryLockStore };

@@ -1,0 +1,87 @@
+'use strict';
+// Checks of what users pass in: durations, keys, stores and option names. Each throws
+// a TypeError or RangeError naming the argument; none touches an engine's state.
+
+const { checkWellFormed } = require('../well-formed.cjs');
+const { describe } = require('../describe.cjs');
+
+/** A lock's ttl when `addLock` is given none. */
+const DEFAULT_TTL = 30_000;
+
+// The option names each entry point takes (checkOptionNames).
+const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
+const EXECUTE_OPTIONS = ['operationKey', 'signal'];
+const BUILDER_OPTIONS = ['timeProvider', 'telemetry'];
+const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
+const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS, 'skipOnLockFailure'];
+
+function checkKey(key, arg = 'key') {
+  if (typeof key !== 'string') throw new TypeError(`${arg} must be a non-empty string, got ${describe(key)}`);
+  if (key.length === 0) throw new TypeError(`${arg} must be a non-empty string, got ""`);
+  checkWellFormed(key, arg);
+}
+
+function checkStore(store) {
+  const methods = ['acquire', 'renew', 'release'];
+  if (store === null || typeof store !== 'object' || methods.some((m) => typeof store[m] !== 'function')) {
+    throw new TypeError(`store must be a LockStore with acquire, renew and release methods, got ${describe(store)}`);
+  }
+}
+
+/**
+ * The checks that need the engine (durations are parsed by the core, so that every
+ * engine reads them alike) or the API's classes: `api` is the API's shared context
+ * (lib/host.cjs).
+ */
+function createChecks(api) {
+  const { binding, fromEngine } = api;
+
+  /** `value` (milliseconds or a duration string) in milliseconds; -1 for Infinity where `infiniteOk`. */
+  function checkDuration(value, arg, { infiniteOk }) {
+    try {
+      if (typeof value === 'number') return binding.checkDuration(value, undefined, arg, infiniteOk);
+      if (typeof value === 'string') {
+        // Checked here: the engine would show a lone surrogate as U+FFFD, hiding the fault.
+        checkWellFormed(value, arg);
+        return binding.checkDuration(undefined, value, arg, infiniteOk);
+      }
+    } catch (error) {
+      if (error instanceof TypeError) throw error;
+      throw fromEngine(error);
+    }
+    throw new TypeError(`${arg} must be milliseconds (a number) or a duration string like '30s', got ${describe(value)}`);
+  }
+
+  /** A positive ttl, in milliseconds. */
+  function checkTtl(ttl) {
+    const ttlMs = checkDuration(ttl, 'ttl', { infiniteOk: false });
+    if (ttlMs <= 0) throw new RangeError(`ttl must be positive, got ${describe(ttl)}`);
+    return ttlMs;
+  }
+
+  /**
+   * Where a wait on an in-process store cannot be served (workerd: see lib/workerd.mjs,
+   * `memoryWaitRefused`), a lock that would wait on the system clock's memory store
+   * throws the reason at once.
+   */
+  function refuseMemoryWait(waitMs, store, host) {
+    const reason = api.memoryWaitRefused;
+    if (reason !== undefined && waitMs > 0 && store instanceof api.MemoryLockStore && host === api.systemHost.instance) {
+      throw new TypeError(reason);
+    }
+  }
+
+  return { checkDuration, checkTtl, refuseMemoryWait };
+}
+
+module.exports = {
+  DEFAULT_TTL,
+  LOCK_OPTIONS,
+  EXECUTE_OPTIONS,
+  BUILDER_OPTIONS,
+  ACQUIRE_LOCK_OPTIONS,
+  WITH_LOCK_OPTIONS,
+  checkKey,
+  checkStore,
+  createChecks,
+};

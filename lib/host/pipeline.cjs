@@ -1,0 +1,234 @@
+'use strict';
+// Pipelines: ResiliencePipelineBuilder checks a pipeline's locks once, at build;
+// ResiliencePipeline#execute starts an Execution under them (execution.cjs) and hands
+// what the engine's first answer asks for to the engine host.
+
+const { describe, checkOptionNames } = require('../describe.cjs');
+const { checkWellFormed } = require('../well-formed.cjs');
+const {
+  statusOf,
+  payloadOf,
+  STARTED_RUNNING,
+  STARTED_STORE_CALL,
+  STARTED_STORE_CALL_QUEUED,
+  OPTION_RENEW,
+  OPTION_TELEMETRY,
+  OPTION_DIRECT,
+} = require('../protocol.cjs');
+const { HOST } = require('./symbols.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkStore } = require('./options.cjs');
+
+/**
+ * The pipeline classes of one API; `api` is its shared context (lib/host.cjs), whose
+ * execution classes and checks they use.
+ */
+function definePipelines(api) {
+  const { fromEngine, ambient, nested, hostOf, MemoryLockStore, checkDuration, checkTtl, refuseMemoryWait } = api;
+  const { ResilienceContext, Execution, liveContext } = api;
+
+  function normaliseLock(options, host) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
+    }
+    checkOptionNames(options, LOCK_OPTIONS, 'addLock');
+    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name } = options;
+    if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
+      throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
+    }
+    if (key === '') throw new TypeError('key must be a non-empty string, got ""');
+    // A fixed key is checked here, once; a key function's result at every execution.
+    if (typeof key === 'string') checkWellFormed(key, 'key');
+    const ttlMs = checkTtl(ttl);
+    const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
+    if (onLockLost !== undefined && typeof onLockLost !== 'function') {
+      throw new TypeError(`onLockLost must be a function, got ${describe(onLockLost)}`);
+    }
+    if (name !== undefined && typeof name !== 'string') throw new TypeError(`name must be a string, got ${describe(name)}`);
+    let target = host.defaultStore;
+    if (store !== undefined) {
+      checkStore(store);
+      // A memory store's leases run on its own clock, which this pipeline does not move.
+      if (store instanceof MemoryLockStore && store[HOST] !== host) {
+        throw new TypeError(
+          "store is a MemoryLockStore on another time provider than this lock's: its leases run on the store's clock (give both the same timeProvider)",
+        );
+      }
+      target = store;
+    }
+    refuseMemoryWait(waitMs, target, host);
+    const { kind, id } = host.registerStore(target);
+    // The lock keeps its store alive: the host only holds stores weakly.
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
+  }
+
+  function resolveKey(lock, context) {
+    let key = lock.key;
+    if (typeof key === 'function') key = key(context);
+    else if (key === undefined) key = context.operationKey;
+    if (key === undefined && lock.key === undefined) {
+      throw new TypeError('key is missing: pass addLock({ key }) or execute(cb, { operationKey })');
+    }
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new TypeError(`key must resolve to a non-empty string, got ${describe(key)}`);
+    }
+    checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
+    return key;
+  }
+
+  class ResiliencePipeline {
+    constructor(host, locks, telemetry) {
+      this.host = host;
+      this.locks = locks;
+      this.telemetry = telemetry;
+      this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
+      // A single lock with a fixed key is defined in the engine once, on first use (not
+      // at build: workerd forbids the engine's random seed at module load), and then
+      // started by id: no key or options cross the boundary per execution.
+      this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
+      this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
+    }
+
+    defineLock() {
+      const l = this.locks[0];
+      const host = this.host;
+      try {
+        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
+      } catch (error) {
+        throw fromEngine(error);
+      }
+      // The definition is this pipeline's: the engine keeps the key only while the pipeline
+      // lives (its executions hold it, and copy the key into their own locks).
+      if (this.definedLock >= 0) host.definedLockGone?.register(this, this.definedLock);
+      return this.definedLock;
+    }
+
+    /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
+    execute(callback, options) {
+      return nested(
+        () =>
+          new Promise((resolve, reject) => {
+            try {
+              this.begin(callback, options, resolve, reject);
+            } catch (error) {
+              reject(error);
+            }
+          }),
+      );
+    }
+
+    /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
+    settle(callback, options) {
+      return this.execute(callback, options).then(
+        (value) => ({ ok: true, value }),
+        (error) => ({ ok: false, error }),
+      );
+    }
+
+    begin(callback, options, resolve, reject) {
+      if (typeof callback !== 'function') throw new TypeError(`callback must be a function, got ${describe(callback)}`);
+      if (options !== undefined) {
+        if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+          throw new TypeError(`execute options must be an object, got ${describe(options)}`);
+        }
+        checkOptionNames(options, EXECUTE_OPTIONS, 'execute');
+      }
+      const operationKey = options?.operationKey;
+      if (operationKey !== undefined && typeof operationKey !== 'string') {
+        throw new TypeError(`operationKey must be a string, got ${describe(operationKey)}`);
+      }
+      const signal = options?.signal;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) {
+        throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
+      }
+      if (signal?.aborted) throw signal.reason;
+      const host = this.host;
+      if (host.dead) throw host.dead;
+      const id = host.newExecId();
+      const locks = this.locks;
+      const context = new ResilienceContext(undefined, operationKey);
+      const outer = ambient ? ambient.getStore() : api.syncContext;
+      if (outer !== undefined) context._outer = liveContext(outer);
+      const rec = new Execution(host, this, id, callback, context, locks, undefined);
+      context._rec = rec;
+      // A pipeline with one fixed key shares one array of keys (read only) between its executions.
+      const keys =
+        this.fixedKeys ??
+        (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
+      // A key function may have aborted the signal: its 'abort' event has fired already.
+      if (signal?.aborted) throw signal.reason;
+      rec.keys = keys;
+      rec.resolve = resolve;
+      rec.reject = reject;
+      if (signal) {
+        rec.callerSignal = signal;
+        rec.onCallerAbort = () => {
+          if (rec.running) context.abort(signal.reason);
+          else host.call(() => host.engine.cancel(id));
+        };
+        signal.addEventListener('abort', rec.onCallerAbort, { once: true });
+      }
+      host.execs.set(id, rec);
+      const engine = host.engine;
+      const last = locks.length - 1;
+      // The first acquire may come back in the status word, to be made at once, unless
+      // effects are being applied: it would overtake those.
+      const bits = host.draining || host.handing ? this.options : this.options | OPTION_DIRECT;
+      let status;
+      try {
+        const defined = this.definedLock ?? this.defineLock();
+        if (defined >= 0) {
+          status = engine.startDefined(id, bits, defined);
+        } else {
+          for (let i = 0; i < last; i++) {
+            const l = locks[i];
+            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+          }
+          const l = locks[last];
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
+        }
+      } catch (error) {
+        host.execs.delete(id);
+        if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
+        throw fromEngine(error);
+      }
+      // A synchronous grant carries the innermost token as the payload; a store call
+      // handed back, its request.
+      const result = host.status(statusOf(status));
+      if (result === STARTED_RUNNING) rec.run(payloadOf(status));
+      else if (result === STARTED_STORE_CALL || result === STARTED_STORE_CALL_QUEUED) {
+        host.callLayer0(rec, payloadOf(status), true, result === STARTED_STORE_CALL_QUEUED);
+      }
+    }
+  }
+
+  class ResiliencePipelineBuilder {
+    constructor(options = {}) {
+      if (options === null || typeof options !== 'object') {
+        throw new TypeError(`builder options must be an object, got ${describe(options)}`);
+      }
+      checkOptionNames(options, BUILDER_OPTIONS, 'ResiliencePipelineBuilder');
+      const { timeProvider, telemetry } = options;
+      this.host = hostOf(timeProvider, 'timeProvider');
+      if (telemetry !== undefined && typeof telemetry !== 'function') {
+        throw new TypeError(`telemetry must be a function (event) => void, got ${describe(telemetry)}`);
+      }
+      this.telemetry = telemetry;
+      this.locks = [];
+    }
+
+    /** Adds a lock; the first added is outermost. Throws for bad options, never later. */
+    addLock(options) {
+      this.locks.push(normaliseLock(options, this.host));
+      return this;
+    }
+
+    build() {
+      if (this.locks.length === 0) throw new TypeError('a pipeline needs at least one addLock() before build()');
+      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry);
+    }
+  }
+
+  return { ResiliencePipeline, ResiliencePipelineBuilder };
+}
+
+module.exports = { definePipelines };

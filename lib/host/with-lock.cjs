@@ -1,0 +1,110 @@
+'use strict';
+// withLock: one lock around one function, or a method decorator; a pipeline of one lock
+// built per call or per decorated method.
+
+const { isRejection } = require('../errors.cjs');
+const { describe, checkOptionNames } = require('../describe.cjs');
+const { TIME_PROVIDER } = require('./symbols.cjs');
+const { DEFAULT_TTL, WITH_LOCK_OPTIONS } = require('./options.cjs');
+
+/** withLock's first argument is its key (not its options). */
+const isKey = (value) => typeof value === 'string' || typeof value === 'function';
+
+/** `withLock` for one API; `api` is its shared context (lib/host.cjs). */
+function defineWithLock(api) {
+  const { MemoryLockStore, ResiliencePipelineBuilder } = api;
+
+  /**
+   * Runs `fn` under one lock: `withLock(key, fn, options)`. Called without a function —
+   * `withLock(key, options)` or `withLock(options)` — it is a method decorator (standard
+   * decorators) that runs each call of the method under the lock.
+   *
+   * Unlike `addLock`, a held key is waited for: `wait` defaults to the lock's ttl, longer
+   * than a lease left behind by a crashed holder can last. With `skipOnLockFailure` it
+   * defaults to 0, and a key still held resolves `undefined` instead of rejecting.
+   */
+  function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
+    if (typeof fnOrOptions === 'function') {
+      try {
+        // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
+        const locked = lockedRunner(keyOrOptions, maybeOptions);
+        if (!isKey(keyOrOptions) && maybeOptions !== undefined) {
+          throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
+        }
+        return locked.run(fnOrOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    // `withLock(key, options)` or `withLock(options)`: its signal and operationKey apply
+    // to every call, as the function form's do to its one.
+    const locked = lockedRunner(keyOrOptions, fnOrOptions);
+    return function lockedMethod(method, context) {
+      if (typeof method !== 'function' || context?.kind !== 'method') {
+        throw new TypeError('withLock(...) decorates methods only');
+      }
+      return function (...args) {
+        return locked.run(() => method.apply(this, args));
+      };
+    };
+  }
+
+  /** The pipeline of one withLock call or decorated method, and how it runs a function. */
+  function lockedRunner(keyOrOptions, options) {
+    let lockOptions = options;
+    if (isKey(keyOrOptions)) {
+      if (options !== undefined && (options === null || typeof options !== 'object')) {
+        throw new TypeError(`withLock options must be an object, got ${describe(options)}`);
+      }
+      if (options?.key !== undefined) {
+        throw new TypeError('withLock was given a key twice: as its first argument and as options.key');
+      }
+      lockOptions = { ...options, key: keyOrOptions };
+    } else {
+      lockOptions = keyOrOptions;
+    }
+    if (lockOptions === null || typeof lockOptions !== 'object') {
+      throw new TypeError(`withLock takes a key (a string or a function) or lock options first, got ${describe(lockOptions)}`);
+    }
+    checkOptionNames(lockOptions, WITH_LOCK_OPTIONS, 'withLock');
+    if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
+      throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
+    }
+    const { timeProvider, telemetry, signal, operationKey, skipOnLockFailure = false, ...lock } = lockOptions;
+    if (typeof skipOnLockFailure !== 'boolean') {
+      throw new TypeError(`skipOnLockFailure must be a boolean, got ${describe(skipOnLockFailure)}`);
+    }
+    // A MemoryLockStore's leases run on its clock: without a timeProvider, so does the lock.
+    const clock = timeProvider === undefined && lock.store instanceof MemoryLockStore ? lock.store[TIME_PROVIDER] : timeProvider;
+    // Where the runtime cannot wait on the in-process store (workerd), withLock fails fast
+    // there by default rather than refusing every call.
+    const cannotWait =
+      api.memoryWaitRefused !== undefined && clock === undefined && (lock.store === undefined || lock.store instanceof MemoryLockStore);
+    if (lock.wait === undefined) lock.wait = skipOnLockFailure || cannotWait ? 0 : (lock.ttl ?? DEFAULT_TTL);
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry }).addLock(lock).build();
+    // Built for one call (the helper) or one method: not worth a defined lock each time.
+    pipeline.definedLock = -1;
+    const execute = signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };
+    return {
+      run(callback) {
+        if (!skipOnLockFailure) return pipeline.execute(callback, execute);
+        // Only this lock's own rejection is skipped: one from inside the callback (a nested lock
+        // that failed) is the caller's to see.
+        let started = false;
+        return pipeline
+          .execute((context) => {
+            started = true;
+            return callback(context);
+          }, execute)
+          .catch((error) => {
+            if (!started && isRejection(error)) return undefined;
+            throw error;
+          });
+      },
+    };
+  }
+
+  return withLock;
+}
+
+module.exports = { defineWithLock };
