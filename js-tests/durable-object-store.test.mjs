@@ -22,7 +22,7 @@ const skip =
     ? 'workerd runs the wasm engine only: these tests run in the wasm pass'
     : !Miniflare
       ? 'miniflare is not installed'
-      : !existsSync(path.join(root, 'dist/wasm/web/leasehold_wasm_bg.wasm'))
+      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
         ? 'the wasm engine is not built (npm run build)'
         : false;
 

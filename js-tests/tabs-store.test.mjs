@@ -31,7 +31,7 @@ const skip =
       ? 'playwright-core is not installed'
       : !existsSync(CHROMIUM)
         ? `${CHROMIUM} is not installed (npm run setup installs it)`
-        : !existsSync(path.join(root, 'dist/wasm/web/leasehold_wasm_bg.wasm'))
+        : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
           ? 'the wasm engine is not built (npm run build)'
           : false;
 
