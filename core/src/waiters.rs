@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 
-use crate::engine::{Effect, StoreRef, Wake};
 use crate::fast_hash::{IdMap, KeyMap};
+use crate::types::{Effect, StoreRef, Wake};
 
 /// What removing a waiter did to its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
