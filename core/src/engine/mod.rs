@@ -6,8 +6,7 @@
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
 
-use std::collections::VecDeque;
-use std::fmt;
+mod state;
 
 use crate::clock::{Clock, FakeClock};
 use crate::defined::DefinedLocks;
@@ -23,129 +22,9 @@ use crate::types::{
 };
 use crate::waiters::{HeadChange, WaitQueues};
 use crate::Millis;
-
-#[derive(Debug)]
-struct Acquiring {
-    deadline: Option<Millis>,
-    backoff: Backoff,
-    queued: bool,
-    in_flight: Option<(u32, Millis)>,
-    next_try: Option<Millis>,
-    /// A release was announced while a try was in flight: that try may have been
-    /// answered "held" just before the release, so the next try goes at once.
-    release_seen: bool,
-}
-
-#[derive(Debug)]
-struct Held {
-    expires_at: Millis,
-    renew_at: Option<Millis>,
-    /// The renewal in flight: request, when it was sent, and the ttl it asked for.
-    in_flight: Option<(u32, Millis, Millis)>,
-    retry: Backoff,
-    /// `extend()` calls waiting for an answer.
-    extend_pending: u32,
-}
-
-#[derive(Debug)]
-enum LayerState {
-    Idle,
-    Acquiring(Acquiring),
-    Held(Held),
-    /// Lost. `release_by`: the store may still hold this owner's lease (the loss was a
-    /// timeout, not a refusal), so a best-effort release is sent, waited for until then.
-    Lost {
-        release_by: Option<Millis>,
-    },
-    Releasing {
-        request: u32,
-        deadline: Millis,
-        was_live: bool,
-        after_loss: bool,
-    },
-    Done,
-}
-
-#[derive(Debug)]
-struct Layer {
-    spec: LockSpec,
-    owner: String,
-    token: Option<u64>,
-    started_at: Millis,
-    state: LayerState,
-    timer_at: Option<Millis>,
-    timer_generation: u32,
-    /// Whether the armed timer keeps the process alive ([`keeps_alive`]).
-    timer_keeps_alive: bool,
-    /// Whether the release deleted this owner's live lease.
-    released_as_owner: bool,
-}
-
-impl Layer {
-    fn new(spec: LockSpec) -> Self {
-        Layer {
-            spec,
-            owner: String::new(),
-            token: None,
-            started_at: 0,
-            state: LayerState::Idle,
-            timer_at: None,
-            timer_generation: 0,
-            timer_keeps_alive: false,
-            released_as_owner: false,
-        }
-    }
-
-    /// Makes a finished layer as new, for `spec`, keeping the memory of its strings.
-    fn reset(&mut self, spec: &LockSpec) {
-        self.spec.store = spec.store;
-        self.spec.key.clone_from(&spec.key);
-        self.spec.ttl = spec.ttl;
-        self.spec.wait = spec.wait;
-        self.owner.clear();
-        self.token = None;
-        self.started_at = 0;
-        self.state = LayerState::Idle;
-        self.timer_at = None;
-        self.timer_generation = 0;
-        self.timer_keeps_alive = false;
-        self.released_as_owner = false;
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Acquiring,
-    Running,
-    Releasing,
-}
-
-#[derive(Debug)]
-struct Exec {
-    layers: Vec<Layer>,
-    options: ExecOptions,
-    phase: Phase,
-    lost: Option<u32>,
-    completion: Option<Outcome>,
-}
-
-#[derive(Debug)]
-enum Origin {
-    /// Lock `layer` of `exec` waits for this answer.
-    Layer { exec: u32, layer: u32 },
-    /// Nobody waits any more. An acquire keeps what is needed to release a lease that
-    /// is granted anyway.
-    Abandoned { late_grant: Option<Box<(u32, String, String)>> },
-}
-
-#[derive(Debug)]
-struct Request {
-    origin: Origin,
-    method: StoreMethod,
-    sent_at: Millis,
-    /// The ttl asked for (acquire, renew).
-    ttl: Millis,
-}
+use state::{current_layer, is_live, keeps_alive, Acquiring, Exec, Held, Layer, LayerState, Origin, Phase, Request};
+use std::collections::VecDeque;
+use std::fmt;
 
 /// The lock engine of one time source: its memory stores, its executions, its timers.
 ///
@@ -269,8 +148,106 @@ impl Engine {
         self.fake.is_some()
     }
 
-    // ---- memory stores ------------------------------------------------------------
+    /// Whether effects wait to be taken.
+    pub fn has_effects(&self) -> bool {
+        !self.effects.is_empty()
+    }
 
+    /// Takes the next effect.
+    pub fn take_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// When the only pending effect is an [`Effect::Run`] (a release on a memory store
+    /// granted the key to the next waiter inside the call), takes it and returns its
+    /// execution: the host runs it at once instead of draining effects. Otherwise
+    /// takes nothing.
+    pub fn take_sole_run(&mut self) -> Option<u32> {
+        match self.effects.front() {
+            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
+                self.effects.clear();
+                Some(exec)
+            }
+            _ => None,
+        }
+    }
+
+    /// The only pending effect, if there is exactly one.
+    pub fn sole_effect(&self) -> Option<&Effect> {
+        match self.effects.len() {
+            1 => self.effects.front(),
+            _ => None,
+        }
+    }
+
+    /// The execution waiting for the answer to `request` (none for an unknown or
+    /// abandoned request).
+    pub fn request_exec(&self, request: u32) -> Option<u32> {
+        match self.requests.get(&request)?.origin {
+            Origin::Layer { exec, .. } => Some(exec),
+            Origin::Abandoned { .. } => None,
+        }
+    }
+
+    fn send(&mut self, origin: Origin, method: StoreMethod, store: u32, now: Millis) -> u32 {
+        let request = self.next_request_id();
+        let layer_of = match origin {
+            Origin::Layer { exec, layer } => Some((exec, layer)),
+            Origin::Abandoned { .. } => None,
+        };
+        let ttl = layer_of.map_or(0, |(exec, layer)| self.execs[&exec].layers[layer as usize].spec.ttl);
+        self.requests.insert(request, Request { origin, method, sent_at: now, ttl });
+        if let Some((exec, layer)) = layer_of {
+            let l = &self.execs[&exec].layers[layer as usize];
+            let queue = method == StoreMethod::Acquire
+                && matches!(l.spec.store, StoreRef::External { wake: Wake::Grant, .. })
+                && matches!(&l.state, LayerState::Acquiring(a) if a.deadline.is_none_or(|d| d > now));
+            self.effects.push_back(Effect::StoreCall {
+                request,
+                exec,
+                layer,
+                store,
+                method,
+                key: l.spec.key.clone(),
+                owner: l.owner.clone(),
+                ttl: l.spec.ttl,
+                queue,
+            });
+        }
+        request
+    }
+
+    fn next_request_id(&mut self) -> u32 {
+        loop {
+            self.next_request = self.next_request.wrapping_add(1);
+            // 0 stands for "no request" where effects cite the one whose thrown error is a
+            // cause: skipped when the counter wraps (after 2^32 store calls, days of a
+            // busy process).
+            if self.next_request != 0 && !self.requests.contains_key(&self.next_request) {
+                return self.next_request;
+            }
+        }
+    }
+
+    fn event(&mut self, exec: u32, layer: u32, event: Event) {
+        if self.execs.get(&exec).is_some_and(|e| e.options.telemetry) {
+            self.effects.push_back(Effect::Event { exec, layer, event });
+        }
+    }
+
+    fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
+        self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)
+    }
+
+    fn acquiring_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Acquiring> {
+        match &mut self.layer_mut(exec, layer)?.state {
+            LayerState::Acquiring(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+impl Engine {
     /// Adds a memory store and returns its id (that of a dropped store, if any).
     pub fn create_memory_store(&mut self) -> u32 {
         if let Some(id) = self.free_memory.pop() {
@@ -392,9 +369,9 @@ impl Engine {
     pub fn memory_entries(&mut self, store: u32) -> Result<usize, LockError> {
         Ok(self.memory_store(store)?.entries())
     }
+}
 
-    // ---- executions ---------------------------------------------------------------
-
+impl Engine {
     /// Starts execution `exec` (an id the host chooses, unique among live executions)
     /// under `locks`, outermost first.
     ///
@@ -601,8 +578,6 @@ impl Engine {
         self.requests.len()
     }
 
-    // ---- host input ---------------------------------------------------------------
-
     /// A store answered `request`. Answers to unknown requests are ignored; answers to
     /// abandoned ones are ignored too, except that a lease granted too late is released.
     pub fn answer(&mut self, request: u32, answer: Answer) {
@@ -666,254 +641,9 @@ impl Engine {
             }
         }
     }
+}
 
-    /// A store announced that the lease on `key` ended: the first waiter for it tries
-    /// at once instead of at its next poll.
-    pub fn released(&mut self, store: StoreRef, key: &str) {
-        if self.queues.is_empty() {
-            return;
-        }
-        self.tick();
-        if let Some(head) = self.queues.head(store, key) {
-            let layer = self.execs.get(&head).map_or(0, current_layer);
-            let Some(a) = self.acquiring_mut(head, layer) else { return };
-            if a.in_flight.is_some() {
-                a.release_seen = true;
-            } else {
-                self.try_acquire(head, layer);
-            }
-        }
-    }
-
-    /// A store that grants on release ([`Wake::Grant`]) handed the lease on `key` to
-    /// `owner` with fencing token `token`, at most `age` ms ago by this engine's clock
-    /// (`None`: the store cannot tell, because the grant's message overtook the answer to
-    /// the try that queued the owner). Returns whether the grant was this engine's: for
-    /// one of its waiters on the key, or for a lease it already holds. A grant it does
-    /// not claim is left to the store, which may have other listeners to offer it to,
-    /// and releases it when nobody claims it.
-    ///
-    /// The waiter holds the lease from `age` ms ago, as if it had sent an acquire then
-    /// (without an age: from when its try still in flight was sent, the try that queued
-    /// it), and that try is forgotten: its answer is this same lease, or "held". A grant
-    /// too old to count on is not run: the waiter asks again, and a store that grants on
-    /// release answers a waiter's try with the lease it was handed, counted again from
-    /// that try.
-    pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Option<Millis>) -> bool {
-        self.tick();
-        let now = self.time;
-        if !matches!(store, StoreRef::External { .. }) {
-            return false;
-        }
-        let Some((exec, layer, held)) = self.find_owner(store, key, owner) else { return false };
-        if held {
-            // Granted already by the owner's own try, whose answer came first.
-            return true;
-        }
-        let Some(l) = self.layer_mut(exec, layer) else { return false };
-        let ttl = l.spec.ttl;
-        let LayerState::Acquiring(a) = &mut l.state else { return false };
-        a.release_seen = false;
-        let in_flight = a.in_flight.take();
-        if let Some((request, _)) = in_flight {
-            self.requests.remove(&request);
-        }
-        let since = match (age, in_flight) {
-            // Granted before this engine's clock began: too old to place on it, asked again.
-            (Some(age), _) => now.checked_sub(age),
-            (None, Some((_, sent_at))) => Some(sent_at),
-            (None, None) => None,
-        };
-        match since {
-            Some(since) if since.saturating_add(ttl) > now => {
-                self.on_try(exec, layer, since, TryResult::Granted(token))
-            }
-            _ => self.try_acquire(exec, layer),
-        }
-        true
-    }
-
-    /// The layer that acquires (`held`: false) or holds (true) `key` on `store` under
-    /// `owner`. The first waiter is looked at first; other executions are searched only
-    /// when it is not the one (a grant for a later waiter, or a duplicate).
-    fn find_owner(&self, store: StoreRef, key: &str, owner: &str) -> Option<(u32, u32, bool)> {
-        let matches = |l: &Layer| l.owner == owner && l.spec.store == store && l.spec.key == key;
-        if let Some(head) = self.queues.head(store, key) {
-            let e = self.execs.get(&head)?;
-            let layer = current_layer(e);
-            if e.layers.get(layer as usize).is_some_and(|l| matches(l) && matches!(l.state, LayerState::Acquiring(_))) {
-                return Some((head, layer, false));
-            }
-        }
-        self.execs.iter().find_map(|(&exec, e)| {
-            e.layers.iter().enumerate().find_map(|(i, l)| match l.state {
-                LayerState::Acquiring(_) if matches(l) => Some((exec, i as u32, false)),
-                LayerState::Held(_) if matches(l) => Some((exec, i as u32, true)),
-                _ => None,
-            })
-        })
-    }
-
-    /// Runs every timer due at the clock's current time.
-    pub fn run_due(&mut self) {
-        self.tick();
-        let now = self.time;
-        while let Some((at, target)) = self.next_live_timer() {
-            if at > now {
-                break;
-            }
-            let kept_alive = self.layer_mut(target.exec, target.layer).is_some_and(|l| {
-                l.timer_at = None;
-                std::mem::take(&mut l.timer_keeps_alive)
-            });
-            self.timers.pop(true, kept_alive);
-            self.on_timer(target.exec, target.layer);
-        }
-    }
-
-    /// The host's timer fired, or the host knows it never will (it was armed through a
-    /// `setTimeout` that is no longer the one in use): it is no longer armed. Runs what
-    /// is due.
-    pub fn on_host_timer(&mut self) {
-        self.host_armed = None;
-        self.host_refed = false;
-        self.run_due();
-    }
-
-    /// Moves a fake clock forward by `ms`, running every timer on the way at its own
-    /// instant, in order.
-    ///
-    /// # Errors
-    /// An argument error when the engine's clock is not fake.
-    pub fn advance(&mut self, ms: Millis) -> Result<(), LockError> {
-        let Some(fake) = self.fake.clone() else {
-            return Err(ArgError::type_error("timeProvider", "only a fake time provider can be advanced".into()).into());
-        };
-        if ms > MAX_FAKE_TIME - fake.now() {
-            return Err(ArgError::range(
-                "ms",
-                format!("advance({ms}) would move the fake clock past {MAX_FAKE_TIME} ms (it reads {})", fake.now()),
-            )
-            .into());
-        }
-        let target = fake.now() + ms;
-        while let Some((at, _)) = self.next_live_timer() {
-            if at > target {
-                break;
-            }
-            fake.set(at);
-            self.run_due();
-        }
-        fake.set(target);
-        self.run_due();
-        Ok(())
-    }
-
-    /// Moves a fake clock without running timers, to model a host that was too busy to
-    /// run them. Only for tests.
-    #[doc(hidden)]
-    pub fn advance_clock_only_for_tests(&mut self, ms: Millis) {
-        if let Some(fake) = &self.fake {
-            fake.set(fake.now().saturating_add(ms));
-        }
-    }
-
-    /// The earliest live timer.
-    pub fn next_deadline(&mut self) -> Option<Millis> {
-        self.next_live_timer().map(|(at, _)| at)
-    }
-
-    /// Whether effects wait to be taken.
-    pub fn has_effects(&self) -> bool {
-        !self.effects.is_empty()
-    }
-
-    /// Takes the next effect.
-    pub fn take_effect(&mut self) -> Option<Effect> {
-        self.effects.pop_front()
-    }
-
-    /// When the only pending effect is an [`Effect::Run`] (a release on a memory store
-    /// granted the key to the next waiter inside the call), takes it and returns its
-    /// execution: the host runs it at once instead of draining effects. Otherwise
-    /// takes nothing.
-    pub fn take_sole_run(&mut self) -> Option<u32> {
-        match self.effects.front() {
-            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
-                self.effects.clear();
-                Some(exec)
-            }
-            _ => None,
-        }
-    }
-
-    /// The only pending effect, if there is exactly one.
-    pub fn sole_effect(&self) -> Option<&Effect> {
-        match self.effects.len() {
-            1 => self.effects.front(),
-            _ => None,
-        }
-    }
-
-    /// The execution waiting for the answer to `request` (none for an unknown or
-    /// abandoned request).
-    pub fn request_exec(&self, request: u32) -> Option<u32> {
-        match self.requests.get(&request)?.origin {
-            Origin::Layer { exec, .. } => Some(exec),
-            Origin::Abandoned { .. } => None,
-        }
-    }
-
-    /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
-    /// is called no later than the earliest deadline, and so that the timer keeps the
-    /// process alive only while some engine timer that keeps it alive is live: one that
-    /// something observable waits on (a waiter's try or deadline, the answer of a JS
-    /// store, the renewal of a JS store's lease). The renewal of a memory-store lease
-    /// and the expiry of a lease nobody renews change nothing anyone waits for, so they
-    /// never keep a process alive on their own. Fake engines never ask for a host timer.
-    ///
-    /// The engine does not trust the host's timer to fire: a deadline already past runs
-    /// here, on the call that asks, and a host timer that should have fired by now and
-    /// has not is taken as lost and armed again.
-    pub fn host_timer(&mut self) -> HostTimer {
-        if self.fake.is_some() {
-            return HostTimer::Keep;
-        }
-        let now = self.time;
-        if self.next_deadline().is_some_and(|at| at <= now) {
-            self.run_due();
-        }
-        if self.host_armed.is_some_and(|armed| armed < now) {
-            self.host_armed = None;
-        }
-        let keep_alive = self.timers.keeps_alive();
-        match self.next_deadline() {
-            None if self.host_refed => {
-                self.host_refed = false;
-                HostTimer::Unref
-            }
-            None => HostTimer::Keep,
-            Some(at) => match self.host_armed {
-                Some(armed) if armed <= at && self.host_refed == keep_alive => HostTimer::Keep,
-                Some(armed) if armed <= at => {
-                    self.host_refed = keep_alive;
-                    if keep_alive {
-                        HostTimer::Ref
-                    } else {
-                        HostTimer::Unref
-                    }
-                }
-                _ => {
-                    self.host_armed = Some(at);
-                    self.host_refed = keep_alive;
-                    HostTimer::Arm { at, keep_alive }
-                }
-            },
-        }
-    }
-
-    // ---- acquisition --------------------------------------------------------------
-
+impl Engine {
     fn begin_layer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.execs.get_mut(&exec).and_then(|e| e.layers.get_mut(layer as usize)) else { return };
@@ -1068,6 +798,114 @@ impl Engine {
         }
     }
 
+    fn arm_acquiring(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let LayerState::Acquiring(a) = &l.state else { return };
+        let timeout = a.in_flight.map(|(_, sent)| sent.saturating_add(l.spec.ttl));
+        let at = match (timeout, a.next_try) {
+            (Some(t), Some(n)) => Some(t.min(n)),
+            (t, n) => t.or(n),
+        };
+        self.arm(exec, layer, at);
+    }
+}
+
+#[derive(Debug)]
+/// What a try of the store came to.
+enum TryResult {
+    Granted(u64),
+    Held { until: Option<Millis> },
+    Failed(StoreFailure),
+}
+
+impl Engine {
+    /// A store announced that the lease on `key` ended: the first waiter for it tries
+    /// at once instead of at its next poll.
+    pub fn released(&mut self, store: StoreRef, key: &str) {
+        if self.queues.is_empty() {
+            return;
+        }
+        self.tick();
+        if let Some(head) = self.queues.head(store, key) {
+            let layer = self.execs.get(&head).map_or(0, current_layer);
+            let Some(a) = self.acquiring_mut(head, layer) else { return };
+            if a.in_flight.is_some() {
+                a.release_seen = true;
+            } else {
+                self.try_acquire(head, layer);
+            }
+        }
+    }
+
+    /// A store that grants on release ([`Wake::Grant`]) handed the lease on `key` to
+    /// `owner` with fencing token `token`, at most `age` ms ago by this engine's clock
+    /// (`None`: the store cannot tell, because the grant's message overtook the answer to
+    /// the try that queued the owner). Returns whether the grant was this engine's: for
+    /// one of its waiters on the key, or for a lease it already holds. A grant it does
+    /// not claim is left to the store, which may have other listeners to offer it to,
+    /// and releases it when nobody claims it.
+    ///
+    /// The waiter holds the lease from `age` ms ago, as if it had sent an acquire then
+    /// (without an age: from when its try still in flight was sent, the try that queued
+    /// it), and that try is forgotten: its answer is this same lease, or "held". A grant
+    /// too old to count on is not run: the waiter asks again, and a store that grants on
+    /// release answers a waiter's try with the lease it was handed, counted again from
+    /// that try.
+    pub fn granted(&mut self, store: StoreRef, key: &str, owner: &str, token: u64, age: Option<Millis>) -> bool {
+        self.tick();
+        let now = self.time;
+        if !matches!(store, StoreRef::External { .. }) {
+            return false;
+        }
+        let Some((exec, layer, held)) = self.find_owner(store, key, owner) else { return false };
+        if held {
+            // Granted already by the owner's own try, whose answer came first.
+            return true;
+        }
+        let Some(l) = self.layer_mut(exec, layer) else { return false };
+        let ttl = l.spec.ttl;
+        let LayerState::Acquiring(a) = &mut l.state else { return false };
+        a.release_seen = false;
+        let in_flight = a.in_flight.take();
+        if let Some((request, _)) = in_flight {
+            self.requests.remove(&request);
+        }
+        let since = match (age, in_flight) {
+            // Granted before this engine's clock began: too old to place on it, asked again.
+            (Some(age), _) => now.checked_sub(age),
+            (None, Some((_, sent_at))) => Some(sent_at),
+            (None, None) => None,
+        };
+        match since {
+            Some(since) if since.saturating_add(ttl) > now => {
+                self.on_try(exec, layer, since, TryResult::Granted(token))
+            }
+            _ => self.try_acquire(exec, layer),
+        }
+        true
+    }
+
+    /// The layer that acquires (`held`: false) or holds (true) `key` on `store` under
+    /// `owner`. The first waiter is looked at first; other executions are searched only
+    /// when it is not the one (a grant for a later waiter, or a duplicate).
+    fn find_owner(&self, store: StoreRef, key: &str, owner: &str) -> Option<(u32, u32, bool)> {
+        let matches = |l: &Layer| l.owner == owner && l.spec.store == store && l.spec.key == key;
+        if let Some(head) = self.queues.head(store, key) {
+            let e = self.execs.get(&head)?;
+            let layer = current_layer(e);
+            if e.layers.get(layer as usize).is_some_and(|l| matches(l) && matches!(l.state, LayerState::Acquiring(_))) {
+                return Some((head, layer, false));
+            }
+        }
+        self.execs.iter().find_map(|(&exec, e)| {
+            e.layers.iter().enumerate().find_map(|(i, l)| match l.state {
+                LayerState::Acquiring(_) if matches(l) => Some((exec, i as u32, false)),
+                LayerState::Held(_) if matches(l) => Some((exec, i as u32, true)),
+                _ => None,
+            })
+        })
+    }
+
     fn leave_queue(&mut self, exec: u32, store: StoreRef, key: &str, why: HeadLeft) {
         let (change, unwatch) = self.queues.remove(store, key, exec);
         if let Some(effect) = unwatch {
@@ -1138,20 +976,16 @@ impl Engine {
         }
         self.trying_heads = false;
     }
+}
 
-    fn arm_acquiring(&mut self, exec: u32, layer: u32) {
-        let Some(l) = self.layer_mut(exec, layer) else { return };
-        let LayerState::Acquiring(a) = &l.state else { return };
-        let timeout = a.in_flight.map(|(_, sent)| sent.saturating_add(l.spec.ttl));
-        let at = match (timeout, a.next_try) {
-            (Some(t), Some(n)) => Some(t.min(n)),
-            (t, n) => t.or(n),
-        };
-        self.arm(exec, layer, at);
-    }
+#[derive(Debug, Clone, Copy)]
+/// Why the first waiter of a key left its queue.
+enum HeadLeft {
+    Acquired,
+    GaveUp,
+}
 
-    // ---- holding ------------------------------------------------------------------
-
+impl Engine {
     fn arm_held(&mut self, exec: u32, layer: u32) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Held(h) = &l.state else { return };
@@ -1321,9 +1155,9 @@ impl Engine {
             Phase::Releasing => {}
         }
     }
+}
 
-    // ---- releasing ----------------------------------------------------------------
-
+impl Engine {
     /// Stops acquiring, then releases held leases innermost first; settles with
     /// `outcome` when the last release is done.
     fn wind_down(&mut self, exec: u32, outcome: Outcome) {
@@ -1540,8 +1374,125 @@ impl Engine {
             self.spare_layers.push(e.layers);
         }
     }
+}
 
-    // ---- timers -------------------------------------------------------------------
+impl Engine {
+    /// Runs every timer due at the clock's current time.
+    pub fn run_due(&mut self) {
+        self.tick();
+        let now = self.time;
+        while let Some((at, target)) = self.next_live_timer() {
+            if at > now {
+                break;
+            }
+            let kept_alive = self.layer_mut(target.exec, target.layer).is_some_and(|l| {
+                l.timer_at = None;
+                std::mem::take(&mut l.timer_keeps_alive)
+            });
+            self.timers.pop(true, kept_alive);
+            self.on_timer(target.exec, target.layer);
+        }
+    }
+
+    /// The host's timer fired, or the host knows it never will (it was armed through a
+    /// `setTimeout` that is no longer the one in use): it is no longer armed. Runs what
+    /// is due.
+    pub fn on_host_timer(&mut self) {
+        self.host_armed = None;
+        self.host_refed = false;
+        self.run_due();
+    }
+
+    /// Moves a fake clock forward by `ms`, running every timer on the way at its own
+    /// instant, in order.
+    ///
+    /// # Errors
+    /// An argument error when the engine's clock is not fake.
+    pub fn advance(&mut self, ms: Millis) -> Result<(), LockError> {
+        let Some(fake) = self.fake.clone() else {
+            return Err(ArgError::type_error("timeProvider", "only a fake time provider can be advanced".into()).into());
+        };
+        if ms > MAX_FAKE_TIME - fake.now() {
+            return Err(ArgError::range(
+                "ms",
+                format!("advance({ms}) would move the fake clock past {MAX_FAKE_TIME} ms (it reads {})", fake.now()),
+            )
+            .into());
+        }
+        let target = fake.now() + ms;
+        while let Some((at, _)) = self.next_live_timer() {
+            if at > target {
+                break;
+            }
+            fake.set(at);
+            self.run_due();
+        }
+        fake.set(target);
+        self.run_due();
+        Ok(())
+    }
+
+    /// Moves a fake clock without running timers, to model a host that was too busy to
+    /// run them. Only for tests.
+    #[doc(hidden)]
+    pub fn advance_clock_only_for_tests(&mut self, ms: Millis) {
+        if let Some(fake) = &self.fake {
+            fake.set(fake.now().saturating_add(ms));
+        }
+    }
+
+    /// The earliest live timer.
+    pub fn next_deadline(&mut self) -> Option<Millis> {
+        self.next_live_timer().map(|(at, _)| at)
+    }
+
+    /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
+    /// is called no later than the earliest deadline, and so that the timer keeps the
+    /// process alive only while some engine timer that keeps it alive is live: one that
+    /// something observable waits on (a waiter's try or deadline, the answer of a JS
+    /// store, the renewal of a JS store's lease). The renewal of a memory-store lease
+    /// and the expiry of a lease nobody renews change nothing anyone waits for, so they
+    /// never keep a process alive on their own. Fake engines never ask for a host timer.
+    ///
+    /// The engine does not trust the host's timer to fire: a deadline already past runs
+    /// here, on the call that asks, and a host timer that should have fired by now and
+    /// has not is taken as lost and armed again.
+    pub fn host_timer(&mut self) -> HostTimer {
+        if self.fake.is_some() {
+            return HostTimer::Keep;
+        }
+        let now = self.time;
+        if self.next_deadline().is_some_and(|at| at <= now) {
+            self.run_due();
+        }
+        if self.host_armed.is_some_and(|armed| armed < now) {
+            self.host_armed = None;
+        }
+        let keep_alive = self.timers.keeps_alive();
+        match self.next_deadline() {
+            None if self.host_refed => {
+                self.host_refed = false;
+                HostTimer::Unref
+            }
+            None => HostTimer::Keep,
+            Some(at) => match self.host_armed {
+                Some(armed) if armed <= at && self.host_refed == keep_alive => HostTimer::Keep,
+                Some(armed) if armed <= at => {
+                    self.host_refed = keep_alive;
+                    if keep_alive {
+                        HostTimer::Ref
+                    } else {
+                        HostTimer::Unref
+                    }
+                }
+                _ => {
+                    self.host_armed = Some(at);
+                    self.host_refed = keep_alive;
+                    HostTimer::Arm { at, keep_alive }
+                }
+            },
+        }
+    }
 
     fn on_timer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
@@ -1625,75 +1576,10 @@ impl Engine {
         }
         None
     }
-
-    // ---- helpers ------------------------------------------------------------------
-
-    fn send(&mut self, origin: Origin, method: StoreMethod, store: u32, now: Millis) -> u32 {
-        let request = self.next_request_id();
-        let layer_of = match origin {
-            Origin::Layer { exec, layer } => Some((exec, layer)),
-            Origin::Abandoned { .. } => None,
-        };
-        let ttl = layer_of.map_or(0, |(exec, layer)| self.execs[&exec].layers[layer as usize].spec.ttl);
-        self.requests.insert(request, Request { origin, method, sent_at: now, ttl });
-        if let Some((exec, layer)) = layer_of {
-            let l = &self.execs[&exec].layers[layer as usize];
-            let queue = method == StoreMethod::Acquire
-                && matches!(l.spec.store, StoreRef::External { wake: Wake::Grant, .. })
-                && matches!(&l.state, LayerState::Acquiring(a) if a.deadline.is_none_or(|d| d > now));
-            self.effects.push_back(Effect::StoreCall {
-                request,
-                exec,
-                layer,
-                store,
-                method,
-                key: l.spec.key.clone(),
-                owner: l.owner.clone(),
-                ttl: l.spec.ttl,
-                queue,
-            });
-        }
-        request
-    }
-
-    fn next_request_id(&mut self) -> u32 {
-        loop {
-            self.next_request = self.next_request.wrapping_add(1);
-            // 0 stands for "no request" where effects cite the one whose thrown error is a
-            // cause: skipped when the counter wraps (after 2^32 store calls, days of a
-            // busy process).
-            if self.next_request != 0 && !self.requests.contains_key(&self.next_request) {
-                return self.next_request;
-            }
-        }
-    }
-
-    fn event(&mut self, exec: u32, layer: u32, event: Event) {
-        if self.execs.get(&exec).is_some_and(|e| e.options.telemetry) {
-            self.effects.push_back(Effect::Event { exec, layer, event });
-        }
-    }
-
-    fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
-        self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)
-    }
-
-    fn acquiring_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Acquiring> {
-        match &mut self.layer_mut(exec, layer)?.state {
-            LayerState::Acquiring(a) => Some(a),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug)]
-enum TryResult {
-    Granted(u64),
-    Held { until: Option<Millis> },
-    Failed(StoreFailure),
-}
-
-#[derive(Debug)]
+/// What a layer's timer found due when it fired.
 enum Due {
     Try,
     TryTimedOut { request: u32, sent_at: Millis },
@@ -1702,37 +1588,6 @@ enum Due {
     ReleaseTimedOut { request: u32 },
     Rearm,
     Nothing,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum HeadLeft {
-    Acquired,
-    GaveUp,
-}
-
-fn current_layer(e: &Exec) -> u32 {
-    e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_))).unwrap_or(0) as u32
-}
-
-/// Whether the timer of layer `l` keeps the process alive: not for a held lease on the
-/// memory store (renewing it, or letting it expire, changes nothing anyone waits for),
-/// nor for the expiry of a lease that nothing renews or extends; for everything else,
-/// whose firing answers someone (a waiter, a store call awaited, a JS store's lease
-/// that other processes see).
-fn keeps_alive(l: &Layer) -> bool {
-    match &l.state {
-        LayerState::Held(h) => {
-            matches!(l.spec.store, StoreRef::External { .. }) && (h.renew_at.is_some() || h.in_flight.is_some())
-        }
-        _ => true,
-    }
-}
-
-fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {
-    execs
-        .get(&t.exec)
-        .and_then(|e| e.layers.get(t.layer as usize))
-        .is_some_and(|l| l.timer_generation == t.generation && l.timer_at.is_some())
 }
 
 #[cfg(test)]
