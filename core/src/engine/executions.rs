@@ -1,8 +1,8 @@
 //! Executions as the host drives them: start, finish, cancel, store answers, queries.
 
+use super::acquire::TryResult;
 use super::state::{Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
-use super::TryResult;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
 
