@@ -1,8 +1,8 @@
 //! Acquiring a lock: a try of the store, and what its answer leads to.
 
 use super::state::{Acquiring, Held, LayerState, Origin, Phase};
+use super::waiting::HeadLeft;
 use super::Engine;
-use super::HeadLeft;
 use crate::error::{LockError, StoreFailure, StoreMethod};
 use crate::memory_store::TryAcquire;
 use crate::polling::{renew_after, Backoff};
