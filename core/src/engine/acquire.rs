@@ -123,9 +123,7 @@ impl Engine {
                     return;
                 }
                 if !queued {
-                    if let Some(watch) = self.queues.push(store, &key, exec) {
-                        self.effects.push_back(watch);
-                    }
+                    self.join_queue(exec, store, &key);
                     if let Some(a) = self.acquiring_mut(exec, layer) {
                         a.queued = true;
                     }

@@ -44,7 +44,7 @@ pub struct Engine {
     dropped_memory: Vec<bool>,
     free_memory: Vec<u32>,
     execs: IdMap<u32, Exec>,
-    queues: WaitQueues,
+    queues: WaitQueues<StoreRef>,
     requests: IdMap<u32, Request>,
     /// Locks defined ahead by [`Engine::define_lock`].
     defined: DefinedLocks,

@@ -3,7 +3,7 @@
 use super::acquire::TryResult;
 use super::state::{current_layer, Layer, LayerState};
 use super::Engine;
-use crate::types::{StoreRef, Wake};
+use crate::types::{Effect, StoreRef, Wake};
 use crate::waiters::HeadChange;
 use crate::Millis;
 
@@ -95,10 +95,24 @@ impl Engine {
         })
     }
 
+    /// Queues `exec` behind the waiters of `key`; the first one starts the watch.
+    pub(super) fn join_queue(&mut self, exec: u32, store: StoreRef, key: &str) {
+        if self.queues.push(store, key, exec) {
+            self.watch(store, key, true);
+        }
+    }
+
+    /// Starts or stops listening for releases of `key`, on a store that announces them.
+    fn watch(&mut self, store: StoreRef, key: &str, watch: bool) {
+        if let StoreRef::External { id, wake: Wake::Announce | Wake::Grant } = store {
+            self.effects.push_back(Effect::Watch { store: id, key: key.to_owned(), watch });
+        }
+    }
+
     pub(super) fn leave_queue(&mut self, exec: u32, store: StoreRef, key: &str, why: HeadLeft) {
-        let (change, unwatch) = self.queues.remove(store, key, exec);
-        if let Some(effect) = unwatch {
-            self.effects.push_back(effect);
+        let change = self.queues.remove(store, key, exec);
+        if change == HeadChange::Emptied {
+            self.watch(store, key, false);
         }
         if let HeadChange::NewHead(next) = change {
             let layer = self.execs.get(&next).map_or(0, current_layer);
