@@ -1,6 +1,6 @@
 //! Acquiring a lock: a try of the store, and what its answer leads to.
 
-use super::state::{Acquiring, Held, LayerState, Origin, Phase};
+use super::state::{at, at_mut, exec_at, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin, Phase};
 use super::waiting::HeadLeft;
 use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
@@ -32,7 +32,7 @@ impl Engine {
         let (store, ttl) = (l.spec.store, l.spec.ttl);
         match store {
             StoreRef::Memory(id) => {
-                let l = &self.execs[&exec].layers[layer as usize];
+                let l = layer_at(&self.execs, exec, layer);
                 // Waiters take a memory store's key in arrival order: while some wait for
                 // it, only the first may take it. Not a newcomer that comes as the lease
                 // lapses before the first waiter's timer fires, nor a later waiter's last
@@ -41,12 +41,12 @@ impl Engine {
                 let result = if let Some(head) = head.filter(|&h| h != exec) {
                     // A key that ended before its first waiter was told (a shorter lease
                     // set through the store, say): that waiter takes it now, this try after.
-                    if !self.memory[id as usize].is_held(&l.spec.key, now) {
+                    if !at(&self.memory, id).is_held(&l.spec.key, now) {
                         self.try_new_head(head);
                     }
                     TryResult::Held { until: None }
                 } else {
-                    match self.memory[id as usize].try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                    match at_mut(&mut self.memory, id).try_acquire(&l.spec.key, &l.owner, ttl, now) {
                         TryAcquire::Acquired(token) => TryResult::Granted(token),
                         TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
                     }
@@ -67,16 +67,16 @@ impl Engine {
     pub(super) fn on_try(&mut self, exec: u32, layer: u32, sent_at: Millis, result: TryResult) {
         let now = self.time;
         let Some(e) = self.execs.get(&exec) else { return };
-        let l = &e.layers[layer as usize];
+        let l = at(&e.layers, layer);
         let LayerState::Acquiring(a) = &l.state else { return };
         let (store, queued, deadline) = (l.spec.store, a.queued, a.deadline);
         let (renew, waited) = (e.options.renew, now - l.started_at);
         // The key is copied only on the paths that need it apart from the layer.
-        let key_of = |engine: &Self| engine.execs[&exec].layers[layer as usize].spec.key.clone();
+        let key_of = |engine: &Self| layer_at(&engine.execs, exec, layer).spec.key.clone();
         match result {
             TryResult::Granted(token) => {
                 if let StoreRef::External { id, .. } = store {
-                    let key = &self.execs[&exec].layers[layer as usize].spec.key;
+                    let key = &layer_at(&self.execs, exec, layer).spec.key;
                     if let Err(floor) = self.floors.admit(id, key, token) {
                         let failure = StoreFailure::BadAnswer(format!(
                             "fencing token {token} is not larger than {floor}, the last one this process saw for \
@@ -107,7 +107,7 @@ impl Engine {
                 });
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
-                let count = self.execs[&exec].layers.len() as u32;
+                let count = exec_at(&self.execs, exec).layers.len() as u32;
                 if layer + 1 < count {
                     self.begin_layer(exec, layer + 1);
                 } else if let Some(e) = self.execs.get_mut(&exec) {
@@ -129,7 +129,7 @@ impl Engine {
                     }
                 }
                 let is_head = self.queues.head(store, &key) == Some(exec);
-                let a = self.acquiring_mut(exec, layer).expect("acquiring");
+                let a = still_acquiring(self.acquiring_mut(exec, layer));
                 if std::mem::take(&mut a.release_seen) && is_head {
                     self.try_acquire(exec, layer);
                     return;

@@ -1,7 +1,7 @@
 //! Executions as the host drives them: start, finish, cancel, store answers, queries.
 
 use super::acquire::TryResult;
-use super::state::{Exec, Layer, LayerState, Origin, Phase};
+use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
@@ -85,7 +85,7 @@ impl Engine {
         // finished execution is reused: its key and owner strings keep their memory.
         let layers = match self.spare_layers.pop() {
             Some(mut layers) => {
-                layers[0].reset(spec);
+                at_mut(&mut layers, 0).reset(spec);
                 layers
             }
             None => vec![Layer::new(spec.clone())],
@@ -141,9 +141,7 @@ impl Engine {
             let Some(e) = self.execs.get(&exec) else { return Err(not_running()) };
             match (ok, e.lost) {
                 (true, _) => Outcome::Value,
-                (false, Some(layer)) => {
-                    Outcome::Error(LockError::Lost { key: e.layers[layer as usize].spec.key.clone() })
-                }
+                (false, Some(layer)) => Outcome::Error(LockError::Lost { key: at(&e.layers, layer).spec.key.clone() }),
                 (false, None) => Outcome::CallbackError,
             }
         };

@@ -1,5 +1,6 @@
 //! The engine's memory stores, as a user calls them directly.
 
+use super::state::{at, at_mut};
 use super::Engine;
 use super::DEFAULT_MEMORY_STORE;
 use crate::error::{ArgError, LockError};
@@ -11,7 +12,7 @@ impl Engine {
     /// Adds a memory store and returns its id (that of a dropped store, if any).
     pub fn create_memory_store(&mut self) -> u32 {
         if let Some(id) = self.free_memory.pop() {
-            self.dropped_memory[id as usize] = false;
+            *at_mut(&mut self.dropped_memory, id) = false;
             return id;
         }
         self.memory.push(MemoryStore::default());
@@ -26,14 +27,14 @@ impl Engine {
     /// dropped.
     pub fn drop_memory_store(&mut self, id: u32) -> bool {
         let slot = id as usize;
-        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || self.dropped_memory[slot] {
+        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || *at(&self.dropped_memory, id) {
             return false;
         }
         if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
             return false;
         }
-        self.memory[slot] = MemoryStore::default();
-        self.dropped_memory[slot] = true;
+        *at_mut(&mut self.memory, id) = MemoryStore::default();
+        *at_mut(&mut self.dropped_memory, id) = true;
         self.free_memory.push(id);
         true
     }

@@ -26,7 +26,7 @@ use crate::timers::TimerQueue;
 use crate::types::{Effect, Event, StoreRef, Wake};
 use crate::waiters::WaitQueues;
 use crate::Millis;
-use state::{Acquiring, Exec, Layer, LayerState, Origin, Request};
+use state::{layer_at, Acquiring, Exec, Layer, LayerState, Origin, Request};
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -199,10 +199,10 @@ impl Engine {
             Origin::Layer { exec, layer } => Some((exec, layer)),
             Origin::Abandoned { .. } => None,
         };
-        let ttl = layer_of.map_or(0, |(exec, layer)| self.execs[&exec].layers[layer as usize].spec.ttl);
+        let ttl = layer_of.map_or(0, |(exec, layer)| layer_at(&self.execs, exec, layer).spec.ttl);
         self.requests.insert(request, Request { origin, method, sent_at: now, ttl });
         if let Some((exec, layer)) = layer_of {
-            let l = &self.execs[&exec].layers[layer as usize];
+            let l = layer_at(&self.execs, exec, layer);
             let queue = method == StoreMethod::Acquire
                 && matches!(l.spec.store, StoreRef::External { wake: Wake::Grant, .. })
                 && matches!(&l.state, LayerState::Acquiring(a) if a.deadline.is_none_or(|d| d > now));

@@ -1,6 +1,8 @@
 //! Winding an execution down: leaving its queue, releasing leases, settling.
 
-use super::state::{is_live, Layer, LayerState, Origin, Phase, Request};
+use super::state::{
+    at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
+};
 use super::waiting::HeadLeft;
 use super::Engine;
 use super::{MAX_ABANDONED_ACQUIRES, MAX_SPARE};
@@ -20,8 +22,8 @@ impl Engine {
         let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
         if let Some(layer) = acquiring {
             let layer = layer as u32;
-            let l = &mut e.layers[layer as usize];
-            let LayerState::Acquiring(a) = std::mem::replace(&mut l.state, LayerState::Done) else { unreachable!() };
+            let l = at_mut(&mut e.layers, layer);
+            let a = take_acquiring(l);
             let (store, key) = (l.spec.store, l.spec.key.clone());
             if let Some((request, _)) = a.in_flight {
                 self.abandon(request);
@@ -48,7 +50,7 @@ impl Engine {
             return;
         };
         let layer = layer as u32;
-        let l = &mut e.layers[layer as usize];
+        let l = at_mut(&mut e.layers, layer);
         // What the store may still hold, and until when: a held lease until its expiry,
         // a lease lost by timeout for at most one more ttl.
         let (expires_at, after_loss) = match std::mem::replace(&mut l.state, LayerState::Done) {
@@ -60,13 +62,13 @@ impl Engine {
                 (h.expires_at, false)
             }
             LayerState::Lost { release_by } => (release_by.unwrap_or(now), true),
-            _ => unreachable!("only releasable layers are released"),
+            _ => unreleasable(),
         };
         self.arm(exec, layer, None);
-        let l = &self.execs[&exec].layers[layer as usize];
+        let l = layer_at(&self.execs, exec, layer);
         match l.spec.store {
             StoreRef::Memory(id) => {
-                let released = self.memory[id as usize].release(&l.spec.key, &l.owner, now);
+                let released = at_mut(&mut self.memory, id).release(&l.spec.key, &l.owner, now);
                 let wake = released && !self.queues.is_empty();
                 if let Some(l) = self.layer_mut(exec, layer) {
                     l.released_as_owner = released && !after_loss;

@@ -1,6 +1,6 @@
 //! Holding a lease: renewal every ttl/3, extend, and loss.
 
-use super::state::{LayerState, Origin, Phase};
+use super::state::{at, at_mut, layer_at, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::polling::{renew_after, Backoff};
@@ -26,9 +26,9 @@ impl Engine {
         let (store, ttl) = (l.spec.store, l.spec.ttl);
         match store {
             StoreRef::Memory(id) => {
-                let l = &self.execs[&exec].layers[layer as usize];
-                let before = self.memory[id as usize].expires_at(&l.spec.key, now);
-                let renewed = self.memory[id as usize].renew(&l.spec.key, &l.owner, ttl, now);
+                let l = layer_at(&self.execs, exec, layer);
+                let before = at(&self.memory, id).expires_at(&l.spec.key, now);
+                let renewed = at_mut(&mut self.memory, id).renew(&l.spec.key, &l.owner, ttl, now);
                 if renewed && before.is_some_and(|b| now.saturating_add(ttl) < b) {
                     let key = l.spec.key.clone();
                     self.lease_moved(store, &key, before, now.saturating_add(ttl));

@@ -154,3 +154,43 @@ pub(super) fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {
         .and_then(|e| e.layers.get(t.layer as usize))
         .is_some_and(|l| l.timer_generation == t.generation && l.timer_at.is_some())
 }
+
+// The engine reaches what it knows to exist (a live execution, its locks, a memory store
+// by a checked id) through these: a broken invariant panics here, and since every file
+// with a panic adds its path to the wasm module, only this one's is carried.
+
+/// Execution `exec`, which is live.
+pub(super) fn exec_at(execs: &IdMap<u32, Exec>, exec: u32) -> &Exec {
+    &execs[&exec]
+}
+
+/// Lock `layer` of live execution `exec`.
+pub(super) fn layer_at(execs: &IdMap<u32, Exec>, exec: u32, layer: u32) -> &Layer {
+    &execs[&exec].layers[layer as usize]
+}
+
+/// Item `index` of `items`, which holds it.
+pub(super) fn at<T>(items: &[T], index: u32) -> &T {
+    &items[index as usize]
+}
+
+/// Item `index` of `items`, which holds it.
+pub(super) fn at_mut<T>(items: &mut [T], index: u32) -> &mut T {
+    &mut items[index as usize]
+}
+
+/// The acquisition of a lock known to be acquiring.
+pub(super) fn still_acquiring(acquiring: Option<&mut Acquiring>) -> &mut Acquiring {
+    acquiring.expect("acquiring")
+}
+
+/// Ends the acquisition of `l`, which is acquiring; `l` is done.
+pub(super) fn take_acquiring(l: &mut Layer) -> Acquiring {
+    let LayerState::Acquiring(a) = std::mem::replace(&mut l.state, LayerState::Done) else { unreachable!() };
+    a
+}
+
+/// A release was asked of a lock that holds nothing to release.
+pub(super) fn unreleasable() -> ! {
+    unreachable!("only releasable layers are released")
+}

@@ -1,7 +1,7 @@
 //! Waiting for a held key: the queues in arrival order, and who tries when.
 
 use super::acquire::TryResult;
-use super::state::{current_layer, Layer, LayerState};
+use super::state::{at, current_layer, Layer, LayerState};
 use super::Engine;
 use crate::types::{Effect, StoreRef, Wake};
 use crate::waiters::HeadChange;
@@ -129,7 +129,7 @@ impl Engine {
                 HeadLeft::Acquired => {
                     let now = self.time;
                     let until = match store {
-                        StoreRef::Memory(id) => self.memory[id as usize].expires_at(key, now),
+                        StoreRef::Memory(id) => at(&self.memory, id).expires_at(key, now),
                         StoreRef::External { .. } => None,
                     };
                     if let Some(a) = self.acquiring_mut(next, layer) {
