@@ -36,6 +36,7 @@
 
 #![deny(missing_docs)]
 
+mod binding_surface;
 mod clock;
 mod defined;
 pub mod duration;
