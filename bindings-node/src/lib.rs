@@ -2,7 +2,9 @@
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
-//! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
+//! build, so both list the same methods: those they share come from one table
+//! (`leasehold_core::binding_surface!`); this file adds the constructor, and `fast.rs`
+//! the calls every execution makes.
 
 use leasehold_core::host;
 use leasehold_core::{Clock, Engine, LockError, Millis};

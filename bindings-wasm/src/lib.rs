@@ -3,8 +3,9 @@
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the Node addon,
-//! so this file lists the same methods, under the same JavaScript names, as
-//! `bindings-node/src/lib.rs`.
+//! so both list the same methods under the same JavaScript names: those they share come
+//! from one table (`leasehold_core::binding_surface!`); this file adds the constructor
+//! and the calls every execution makes, in forms that answer a plain number.
 //!
 //! A Rust panic here aborts: the runtime throws a `WebAssembly.RuntimeError` to the
 //! caller, which the host turns into an `Error`, with the panic's message from
@@ -213,7 +214,7 @@ thread_local! {
 /// `takePanic()` when it catches the trap. The package's loaders call it once; Rust code
 /// that embeds this crate (the binding's tests) keeps its own hook unless it calls it.
 /// The hook it replaces, std's, writes to a stderr that wasm32-unknown-unknown does not
-/// have (and keeping it would cost about 3 KB of the gzipped module).
+/// have, and keeping it would bring its formatting code into the module.
 #[wasm_bindgen(js_name = keepPanics)]
 pub fn keep_panics() {
     std::panic::set_hook(Box::new(|info| {

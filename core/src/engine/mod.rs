@@ -5,6 +5,18 @@
 //! to make, callbacks to run, losses to signal, executions to settle. A memory store
 //! answers inside the call, so an uncontended execution on it is two plain calls
 //! ([`Engine::start`], [`Engine::finish`]) and no effect at all.
+//!
+//! ## Parts
+//! Each file adds one part of `impl Engine`; this one holds the struct, its
+//! constructors, the effect queue and the helpers every part shares.
+//! - `executions.rs`: the calls a host makes (start, finish, cancel, store answers).
+//! - `acquire.rs`: a try of the store, and what its answer leads to.
+//! - `waiting.rs`: the queues of a held key, announced releases and grants.
+//! - `renewal.rs`: a held lease renewed every ttl/3, extended, or lost.
+//! - `release.rs`: winding an execution down, releasing innermost first, settling.
+//! - `schedule.rs`: the per-lock timers, the host's one timer, a fake clock's advance.
+//! - `memory.rs`: the memory stores as a user calls them directly.
+//! - `state.rs`: what is kept per execution and per lock.
 
 mod acquire;
 mod executions;

@@ -7,6 +7,7 @@ use crate::timers::TimerTarget;
 use crate::types::{ExecOptions, LockSpec, Outcome, StoreRef};
 use crate::Millis;
 
+/// A lock being acquired: its deadline, its place in the queue, its try in flight.
 #[derive(Debug)]
 pub(super) struct Acquiring {
     pub(super) deadline: Option<Millis>,
@@ -19,6 +20,7 @@ pub(super) struct Acquiring {
     pub(super) release_seen: bool,
 }
 
+/// A lock held: when its lease ends, when it is renewed next.
 #[derive(Debug)]
 pub(super) struct Held {
     pub(super) expires_at: Millis,
@@ -30,6 +32,7 @@ pub(super) struct Held {
     pub(super) extend_pending: u32,
 }
 
+/// Where one lock of an execution stands.
 #[derive(Debug)]
 pub(super) enum LayerState {
     Idle,
@@ -49,6 +52,7 @@ pub(super) enum LayerState {
     Done,
 }
 
+/// One lock of an execution (a layer: locks nest, outermost first).
 #[derive(Debug)]
 pub(super) struct Layer {
     pub(super) spec: LockSpec,
@@ -96,6 +100,7 @@ impl Layer {
     }
 }
 
+/// Where an execution stands: acquiring its locks, running its callback, releasing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
     Acquiring,
@@ -103,6 +108,7 @@ pub(super) enum Phase {
     Releasing,
 }
 
+/// One execution: its locks, its options, and how it will settle.
 #[derive(Debug)]
 pub(super) struct Exec {
     pub(super) layers: Vec<Layer>,
@@ -112,6 +118,7 @@ pub(super) struct Exec {
     pub(super) completion: Option<Outcome>,
 }
 
+/// Who waits for the answer to a store call.
 #[derive(Debug)]
 pub(super) enum Origin {
     /// Lock `layer` of `exec` waits for this answer.
@@ -121,6 +128,7 @@ pub(super) enum Origin {
     Abandoned { late_grant: Option<Box<(u32, String, String)>> },
 }
 
+/// A store call awaiting its answer.
 #[derive(Debug)]
 pub(super) struct Request {
     pub(super) origin: Origin,
