@@ -10,6 +10,7 @@ use crate::types::{Effect, Event, Outcome, StoreRef};
 use crate::Millis;
 
 impl Engine {
+    /// Starts acquiring lock `layer` of `exec` under a fresh owner id.
     pub(super) fn begin_layer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.execs.get_mut(&exec).and_then(|e| e.layers.get_mut(layer as usize)) else { return };
@@ -26,6 +27,7 @@ impl Engine {
         self.try_acquire(exec, layer);
     }
 
+    /// Tries the store once: a memory store answers now, a host store is called.
     pub(super) fn try_acquire(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
@@ -64,6 +66,7 @@ impl Engine {
         }
     }
 
+    /// A try sent at `sent_at` came to `result`: hold, wait on, or give up.
     pub(super) fn on_try(&mut self, exec: u32, layer: u32, sent_at: Millis, result: TryResult) {
         let now = self.time;
         let Some(e) = self.execs.get(&exec) else { return };
@@ -162,6 +165,7 @@ impl Engine {
         }
     }
 
+    /// Points the lock's timer at its next try or the timeout of the one in flight.
     pub(super) fn arm_acquiring(&mut self, exec: u32, layer: u32) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Acquiring(a) = &l.state else { return };

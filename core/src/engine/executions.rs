@@ -93,6 +93,7 @@ impl Engine {
         Ok(self.start_layers(exec, layers, options))
     }
 
+    /// Checks a lock: a key, a positive ttl, a live memory store.
     pub(super) fn check_spec(&mut self, spec: &LockSpec) -> Result<(), LockError> {
         if spec.key.is_empty() {
             return Err(ArgError::type_error("key", "key must be a non-empty string, got ''".into()).into());

@@ -27,6 +27,9 @@ mod schedule;
 mod state;
 mod waiting;
 
+use std::collections::VecDeque;
+use std::fmt;
+
 use crate::clock::{Clock, FakeClock};
 use crate::defined::DefinedLocks;
 use crate::error::StoreMethod;
@@ -39,9 +42,6 @@ use crate::types::{Effect, Event, StoreRef, Wake};
 use crate::waiters::WaitQueues;
 use crate::Millis;
 use state::{layer_at, Acquiring, Exec, Layer, LayerState, Origin, Request};
-use std::collections::VecDeque;
-use std::fmt;
-
 /// The lock engine of one time source: its memory stores, its executions, its timers.
 ///
 /// All of it runs on the thread that calls it. Nothing in it is `Send`, by design: the
@@ -205,6 +205,7 @@ impl Engine {
         }
     }
 
+    /// Queues a `method` call of host store `store` for `origin`; its request id.
     fn send(&mut self, origin: Origin, method: StoreMethod, store: u32, now: Millis) -> u32 {
         let request = self.next_request_id();
         let layer_of = match origin {
@@ -233,6 +234,7 @@ impl Engine {
         request
     }
 
+    /// A request id that is not 0 and not in use.
     fn next_request_id(&mut self) -> u32 {
         loop {
             self.next_request = self.next_request.wrapping_add(1);
@@ -245,16 +247,19 @@ impl Engine {
         }
     }
 
+    /// Emits a telemetry event, when the execution asked for them.
     fn event(&mut self, exec: u32, layer: u32, event: Event) {
         if self.execs.get(&exec).is_some_and(|e| e.options.telemetry) {
             self.effects.push_back(Effect::Event { exec, layer, event });
         }
     }
 
+    /// Lock `layer` of `exec`, if the execution is live.
     fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
         self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)
     }
 
+    /// The acquisition of lock `layer` of `exec`, while it is acquiring.
     fn acquiring_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Acquiring> {
         match &mut self.layer_mut(exec, layer)?.state {
             LayerState::Acquiring(a) => Some(a),

@@ -36,6 +36,7 @@ impl Engine {
         self.release_next(exec);
     }
 
+    /// Releases the innermost lock still held; settles once none is.
     pub(super) fn release_next(&mut self, exec: u32) {
         let now = self.time;
         let Some(e) = self.execs.get_mut(&exec) else { return };
@@ -100,6 +101,7 @@ impl Engine {
         }
     }
 
+    /// A release was answered (or timed out).
     pub(super) fn on_release(&mut self, exec: u32, layer: u32, result: Result<Option<bool>, StoreFailure>) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Releasing { was_live, after_loss, .. } = l.state else { return };
@@ -214,6 +216,7 @@ impl Engine {
         }
     }
 
+    /// Forgets a settled execution, keeping a single lock for reuse.
     pub(super) fn drop_exec(&mut self, exec: u32) {
         let Some(e) = self.execs.remove(&exec) else { return };
         for l in e.layers.iter().filter(|l| l.timer_at.is_some()) {

@@ -8,6 +8,7 @@ use crate::types::{Effect, Event, Extend, Outcome, StoreRef};
 use crate::Millis;
 
 impl Engine {
+    /// Points the lock's timer at its next renewal, or at its expiry.
     pub(super) fn arm_held(&mut self, exec: u32, layer: u32) {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Held(h) = &l.state else { return };
@@ -20,6 +21,7 @@ impl Engine {
         self.arm(exec, layer, at);
     }
 
+    /// Renews lock `layer` of `exec` now.
     pub(super) fn renew(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };

@@ -128,6 +128,7 @@ impl Engine {
         }
     }
 
+    /// Lock `layer` of `exec`'s timer is due: does what is due.
     pub(super) fn on_timer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
@@ -201,6 +202,7 @@ impl Engine {
         }
     }
 
+    /// The earliest timer still armed, dropping stale ones on the way.
     pub(super) fn next_live_timer(&mut self) -> Option<(Millis, TimerTarget)> {
         while let Some((at, target)) = self.timers.peek() {
             if is_live(&self.execs, &target) {

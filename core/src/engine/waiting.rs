@@ -109,6 +109,7 @@ impl Engine {
         }
     }
 
+    /// Takes `exec` out of `key`'s queue; `why` decides what the new first waiter does.
     pub(super) fn leave_queue(&mut self, exec: u32, store: StoreRef, key: &str, why: HeadLeft) {
         let change = self.queues.remove(store, key, exec);
         if change == HeadChange::Emptied {
