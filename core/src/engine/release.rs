@@ -1,7 +1,7 @@
 //! Winding an execution down: leaving its queue, releasing leases, settling.
 
 use super::state::{
-    at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
+    at, at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
 };
 use super::waiting::HeadLeft;
 use super::Engine;
@@ -225,7 +225,10 @@ impl Engine {
         }
         // Keys longer than this are not worth keeping around.
         const SPARE_KEY: usize = 256;
-        if e.layers.len() == 1 && e.layers[0].spec.key.capacity() <= SPARE_KEY && self.spare_layers.len() < MAX_SPARE {
+        if e.layers.len() == 1
+            && at(&e.layers, 0).spec.key.capacity() <= SPARE_KEY
+            && self.spare_layers.len() < MAX_SPARE
+        {
             self.spare_layers.push(e.layers);
         }
     }
