@@ -2,10 +2,12 @@
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
-//! build, so this file and `bindings-wasm/src/lib.rs` list the same methods.
+//! build, so both list the same methods: those they share come from one table
+//! (`leasehold_core::binding_surface!`); this file adds the constructor, and `fast.rs`
+//! the calls every execution makes.
 
 use leasehold_core::host;
-use leasehold_core::{Answer, Clock, Engine, LockError, Millis, StoreFailure};
+use leasehold_core::{Clock, Engine, LockError, Millis};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::time::Instant;
@@ -94,6 +96,26 @@ pub fn init(exports: Object, env: Env) -> napi::Result<()> {
     uncaught(|| unsafe { fast::export(env.raw(), exports.raw()) })
 }
 
+/// Emits the rows of the shared method table (`leasehold_core::binding_surface!`) as
+/// napi methods; napi names each by the camel case of its Rust name.
+macro_rules! napi_methods {
+    ($($(#[$($attr:tt)*])* $js:ident => fn $name:ident ($($args:tt)*) $(-> [$($ret:tt)*])? { $($body:tt)* })*) => {
+        #[napi]
+        impl NativeEngine {
+            $(
+                $(#[$($attr)*])*
+                #[napi(catch_unwind)]
+                pub fn $name($($args)*) $(-> $($ret)*)? { $($body)* }
+            )*
+        }
+    };
+}
+
+/// What a fallible method of the table throws: an `Error` with a `code`.
+type Thrown = Code;
+
+leasehold_core::binding_surface!(napi_methods);
+
 #[napi]
 impl NativeEngine {
     /// `fake`: run on a fake clock starting at `start`; otherwise on a monotonic clock.
@@ -115,223 +137,6 @@ impl NativeEngine {
 
     pub(crate) fn flags(&mut self) -> u32 {
         host::status_flags(&mut self.inner, &mut self.arm_at)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn now(&self) -> f64 {
-        self.inner.now() as f64
-    }
-
-    #[napi(catch_unwind)]
-    pub fn arm_at(&self) -> f64 {
-        self.arm_at
-    }
-
-    #[napi(catch_unwind)]
-    pub fn next_deadline(&mut self) -> Option<f64> {
-        self.inner.next_deadline().map(|t| t as f64)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn create_memory_store(&mut self) -> u32 {
-        self.inner.create_memory_store()
-    }
-
-    /// Forgets a memory store nothing uses any more; whether it was dropped.
-    #[napi(catch_unwind)]
-    pub fn drop_memory_store(&mut self, id: u32) -> bool {
-        self.inner.drop_memory_store(id)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, Code> {
-        let token = self.inner.memory_acquire(store, &key, &owner, ttl as Millis).map_err(to_js_error)?;
-        Ok(token.map(|t| t as f64))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mem_renew(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<bool, Code> {
-        self.inner.memory_renew(store, &key, &owner, ttl as Millis).map_err(to_js_error)
-    }
-
-    /// Status word; bit 1 set when `owner` held a live lease that ended.
-    #[napi(catch_unwind)]
-    pub fn mem_release(&mut self, store: u32, key: String, owner: String) -> Result<u32, Code> {
-        let released = self.inner.memory_release(store, &key, &owner).map_err(to_js_error)?;
-        Ok(u32::from(released) | self.flags())
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mem_ttl(&mut self, store: u32, key: String) -> Result<Option<f64>, Code> {
-        Ok(self.inner.memory_ttl(store, &key).map_err(to_js_error)?.map(|t| t as f64))
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mem_size(&mut self, store: u32) -> Result<u32, Code> {
-        Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn mem_entries(&mut self, store: u32) -> Result<u32, Code> {
-        Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
-    }
-
-    /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine keeps
-    /// no more; executions on it then start with `startDefined`.
-    #[napi(catch_unwind)]
-    pub fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<i32, Code> {
-        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
-        Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
-    }
-
-    /// Lets go of one definition of a lock (`Engine::undefine_lock`): its pipeline is gone.
-    #[napi(catch_unwind)]
-    pub fn undefine_lock(&mut self, lock: u32) -> bool {
-        self.inner.undefine_lock(lock)
-    }
-
-    /// How many distinct locks are defined (for tests of boundedness).
-    #[napi(catch_unwind)]
-    pub fn defined_locks(&self) -> u32 {
-        self.inner.defined_locks() as u32
-    }
-
-    /// Adds an outer lock for the next `start`.
-    #[napi(catch_unwind)]
-    pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), Code> {
-        self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
-    }
-
-    /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease, bit 3 direct
-    /// (`host::DIRECT`). Returns the status word of `host::start_word`: above it, 256 ×
-    /// the innermost token when bit `RUNNING` says to run now, or 256 × the request of a
-    /// store call handed back.
-    #[napi(catch_unwind)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        &mut self,
-        exec: u32,
-        options: u32,
-        kind: u32,
-        store: u32,
-        key: String,
-        ttl: f64,
-        wait: f64,
-    ) -> Result<f64, Code> {
-        let started =
-            self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
-        Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
-    }
-
-    /// Status word; bit 1 set when the execution was still acquiring and is cancelled.
-    #[napi(catch_unwind)]
-    pub fn cancel(&mut self, exec: u32) -> u32 {
-        u32::from(self.inner.cancel(exec)) | self.flags()
-    }
-
-    #[napi(catch_unwind)]
-    pub fn layer_token(&self, exec: u32, layer: u32) -> Option<f64> {
-        self.inner.layer_token(exec, layer).map(|t| t as f64)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
-        self.inner.layer_held(exec, layer)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn answer_renew(&mut self, request: u32, renewed: bool) -> u32 {
-        self.inner.answer(request, Answer::Renewed(renewed));
-        self.flags()
-    }
-
-    /// Extends manual lease `exec` now, to `ttl` ms (or its own ttl).
-    #[napi(catch_unwind)]
-    pub fn extend(&mut self, exec: u32, ttl: Option<f64>) -> Result<u32, Code> {
-        let ttl = ttl
-            .map(|t| leasehold_core::duration::from_millis(t, "ttl"))
-            .transpose()
-            .map_err(|e| to_js_error(e.into()))?;
-        let extend = self.inner.extend(exec, ttl).map_err(to_js_error)?;
-        Ok(host::extend_status(extend) | self.flags())
-    }
-
-    // `layerOwner` is a plain N-API callback (fast.rs).
-
-    #[napi(catch_unwind)]
-    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
-        self.inner.layer_key(exec, layer).map(str::to_owned)
-    }
-
-    /// The store threw (`bad` is `None`; the host keeps the thrown value under
-    /// `request`) or answered with a wrong shape (`bad` says what was expected).
-    #[napi(catch_unwind)]
-    pub fn answer_failed(&mut self, request: u32, bad: Option<String>) -> u32 {
-        let failure = match bad {
-            Some(message) => StoreFailure::BadAnswer(message),
-            None => StoreFailure::Threw(request),
-        };
-        self.inner.answer(request, Answer::Failed(failure));
-        self.flags()
-    }
-
-    #[napi(catch_unwind)]
-    pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, Code> {
-        self.inner.released(host::store_ref(kind, store).map_err(to_js_error)?, &key);
-        Ok(self.flags())
-    }
-
-    /// A store that grants on release handed `key` to `owner`, `age` ms ago at most.
-    #[napi(catch_unwind)]
-    pub fn granted(
-        &mut self,
-        kind: u32,
-        store: u32,
-        key: String,
-        owner: String,
-        token: f64,
-        age: f64,
-    ) -> Result<u32, Code> {
-        let claimed = host::granted(&mut self.inner, kind, store, &key, &owner, token, age).map_err(to_js_error)?;
-        Ok(claimed | self.flags())
-    }
-
-    #[napi(catch_unwind)]
-    pub fn on_timer(&mut self) -> u32 {
-        self.inner.on_host_timer();
-        self.flags()
-    }
-
-    #[napi(catch_unwind)]
-    pub fn advance(&mut self, ms: f64) -> Result<u32, Code> {
-        let ms = leasehold_core::duration::clock_step(ms, "ms").map_err(|e| to_js_error(e.into()))?;
-        self.inner.advance(ms).map_err(to_js_error)?;
-        Ok(self.flags())
-    }
-
-    /// Every pending effect, flat (`host::take_flat_effects`); `takeStrings()` then
-    /// gives the text they point to, when the header says there is some.
-    #[napi(catch_unwind)]
-    pub fn take_effects(&mut self) -> Vec<f64> {
-        let mut numbers = Vec::new();
-        host::take_flat_effects(&mut self.inner, &mut numbers, &mut self.strings);
-        numbers
-    }
-
-    #[napi(catch_unwind)]
-    pub fn take_strings(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.strings)
-    }
-
-    #[napi(catch_unwind)]
-    pub fn live_executions(&self) -> u32 {
-        self.inner.live_executions() as u32
-    }
-
-    #[napi(catch_unwind)]
-    pub fn open_requests(&self) -> u32 {
-        self.inner.open_requests() as u32
     }
 
     /// Panics on purpose, so tests can prove a panic becomes an Error.

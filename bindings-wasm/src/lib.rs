@@ -3,8 +3,9 @@
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
 //! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the Node addon,
-//! so this file lists the same methods, under the same JavaScript names, as
-//! `bindings-node/src/lib.rs`.
+//! so both list the same methods under the same JavaScript names: those they share come
+//! from one table (`leasehold_core::binding_surface!`); this file adds the constructor
+//! and the calls every execution makes, in forms that answer a plain number.
 //!
 //! A Rust panic here aborts: the runtime throws a `WebAssembly.RuntimeError` to the
 //! caller, which the host turns into an `Error`, with the panic's message from
@@ -13,7 +14,7 @@
 
 use js_sys::Reflect;
 use leasehold_core::host;
-use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis, StoreFailure};
+use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -54,6 +55,31 @@ pub struct WasmEngine {
     error: Option<JsValue>,
 }
 
+/// Emits the rows of the shared method table (`leasehold_core::binding_surface!`) as
+/// wasm-bindgen methods under their JavaScript names. The rows' docs stay out of the
+/// glue: wasm-bindgen copies a doc written in a macro into it as a raw string (`r"…`).
+macro_rules! wasm_methods {
+    ($(
+        $(#[doc = $doc:literal])*
+        $(#[allow($($lint:tt)*)])?
+        $js:ident => fn $name:ident ($($args:tt)*) $(-> [$($ret:tt)*])? { $($body:tt)* }
+    )*) => {
+        #[wasm_bindgen]
+        impl WasmEngine {
+            $(
+                $(#[allow($($lint)*)])?
+                #[wasm_bindgen(js_name = $js)]
+                pub fn $name($($args)*) $(-> $($ret)*)? { $($body)* }
+            )*
+        }
+    };
+}
+
+/// What a fallible method of the table throws: an `Error` with a `code`.
+type Thrown = JsValue;
+
+leasehold_core::binding_surface!(wasm_methods);
+
 #[wasm_bindgen]
 impl WasmEngine {
     /// `fake`: run on a fake clock starting at `start`; otherwise on `performance.now()`.
@@ -81,124 +107,10 @@ impl WasmEngine {
         host::status_flags(&mut self.inner, &mut self.arm_at)
     }
 
-    /// The engine's time in milliseconds.
-    pub fn now(&self) -> f64 {
-        self.inner.now() as f64
-    }
-
-    /// When to fire the host timer, after a status with `TIMER_ARM`.
-    #[wasm_bindgen(js_name = armAt)]
-    pub fn arm_at(&self) -> f64 {
-        self.arm_at
-    }
-
-    /// The next engine deadline, if any.
-    #[wasm_bindgen(js_name = nextDeadline)]
-    pub fn next_deadline(&mut self) -> Option<f64> {
-        self.inner.next_deadline().map(|t| t as f64)
-    }
-
-    /// A new memory store of this engine; its id.
-    #[wasm_bindgen(js_name = createMemoryStore)]
-    pub fn create_memory_store(&mut self) -> u32 {
-        self.inner.create_memory_store()
-    }
-
-    /// Forgets a memory store nothing uses any more; whether it was dropped.
-    #[wasm_bindgen(js_name = dropMemoryStore)]
-    pub fn drop_memory_store(&mut self, id: u32) -> bool {
-        self.inner.drop_memory_store(id)
-    }
-
-    /// The fencing token, or `undefined` when the key is held.
-    #[wasm_bindgen(js_name = memAcquire)]
-    pub fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<Option<f64>, JsValue> {
-        let token = self.inner.memory_acquire(store, &key, &owner, ttl as Millis).map_err(to_js_error)?;
-        Ok(token.map(|t| t as f64))
-    }
-
-    /// Whether `owner`'s live lease was extended.
-    #[wasm_bindgen(js_name = memRenew)]
-    pub fn mem_renew(&mut self, store: u32, key: String, owner: String, ttl: f64) -> Result<bool, JsValue> {
-        self.inner.memory_renew(store, &key, &owner, ttl as Millis).map_err(to_js_error)
-    }
-
-    /// Status word; bit 1 set when `owner` held a live lease that ended.
-    #[wasm_bindgen(js_name = memRelease)]
-    pub fn mem_release(&mut self, store: u32, key: String, owner: String) -> Result<u32, JsValue> {
-        let released = self.inner.memory_release(store, &key, &owner).map_err(to_js_error)?;
-        Ok(u32::from(released) | self.flags())
-    }
-
-    /// Milliseconds left on the live lease of `key`, `undefined` when free.
-    #[wasm_bindgen(js_name = memTtl)]
-    pub fn mem_ttl(&mut self, store: u32, key: String) -> Result<Option<f64>, JsValue> {
-        Ok(self.inner.memory_ttl(store, &key).map_err(to_js_error)?.map(|t| t as f64))
-    }
-
-    /// Keys held or waited for.
-    #[wasm_bindgen(js_name = memSize)]
-    pub fn mem_size(&mut self, store: u32) -> Result<u32, JsValue> {
-        Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
-    }
-
-    /// Entries kept in memory (for tests of boundedness).
-    #[wasm_bindgen(js_name = memEntries)]
-    pub fn mem_entries(&mut self, store: u32) -> Result<u32, JsValue> {
-        Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
-    }
-
-    /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine keeps
-    /// no more; executions on it then start with `startDefined`.
-    #[wasm_bindgen(js_name = defineLock)]
-    pub fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<i32, JsValue> {
-        let spec = host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
-        Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
-    }
-
-    /// Lets go of one definition of a lock (`Engine::undefine_lock`): its pipeline is gone.
-    #[wasm_bindgen(js_name = undefineLock)]
-    pub fn undefine_lock(&mut self, lock: u32) -> bool {
-        self.inner.undefine_lock(lock)
-    }
-
-    /// How many distinct locks are defined (for tests of boundedness).
-    #[wasm_bindgen(js_name = definedLocks)]
-    pub fn defined_locks(&self) -> u32 {
-        self.inner.defined_locks() as u32
-    }
-
     /// `start` under one defined lock: the same status, with the token above it.
     #[wasm_bindgen(js_name = startDefined)]
     pub fn start_defined(&mut self, exec: u32, options: u32, lock: u32) -> Result<f64, JsValue> {
         let started = self.inner.start_defined(exec, lock, host::exec_options(options)).map_err(to_js_error)?;
-        Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
-    }
-
-    /// Adds an outer lock for the next `start`.
-    #[wasm_bindgen(js_name = addLock)]
-    pub fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), JsValue> {
-        self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
-    }
-
-    /// Starts `exec` under the outer locks added so far plus this innermost one.
-    /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease, bit 3 direct
-    /// (`host::DIRECT`). Returns the status word of `host::start_word`: above it, 256 ×
-    /// the innermost token when bit `RUNNING` says to run now, or 256 × the request of a
-    /// store call handed back.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        &mut self,
-        exec: u32,
-        options: u32,
-        kind: u32,
-        store: u32,
-        key: String,
-        ttl: f64,
-        wait: f64,
-    ) -> Result<f64, JsValue> {
-        let started =
-            self.outer_locks.start(&mut self.inner, exec, options, kind, store, key, ttl, wait).map_err(to_js_error)?;
         Ok(host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
     }
 
@@ -244,26 +156,9 @@ impl WasmEngine {
         })
     }
 
-    /// Status word; bit 1 set when the execution was still acquiring and is cancelled.
-    pub fn cancel(&mut self, exec: u32) -> u32 {
-        u32::from(self.inner.cancel(exec)) | self.flags()
-    }
-
     /// The fencing token of the innermost lock of `exec`, `undefined` when none.
     pub fn token(&self, exec: u32) -> Option<f64> {
         self.inner.token(exec).map(|t| t as f64)
-    }
-
-    /// The fencing token of lock `layer` of `exec`.
-    #[wasm_bindgen(js_name = layerToken)]
-    pub fn layer_token(&self, exec: u32, layer: u32) -> Option<f64> {
-        self.inner.layer_token(exec, layer).map(|t| t as f64)
-    }
-
-    /// Whether lock `layer` of `exec` is held.
-    #[wasm_bindgen(js_name = layerHeld)]
-    pub fn layer_held(&self, exec: u32, layer: u32) -> bool {
-        self.inner.layer_held(exec, layer)
     }
 
     /// A store answered `acquire` (`undefined`: held). With `direct`, the execution's
@@ -275,13 +170,6 @@ impl WasmEngine {
         host::answer_call(&mut self.inner, request, answer, direct, &mut self.arm_at)
     }
 
-    /// A store answered `renew`.
-    #[wasm_bindgen(js_name = answerRenew)]
-    pub fn answer_renew(&mut self, request: u32, renewed: bool) -> u32 {
-        self.inner.answer(request, Answer::Renewed(renewed));
-        self.flags()
-    }
-
     /// A store answered `release`; `released`: what it resolved to, when it was a boolean.
     /// With `direct`, the execution's `settled` may come back in the status word
     /// (`host::answer_call`).
@@ -290,98 +178,10 @@ impl WasmEngine {
         host::answer_call(&mut self.inner, request, Answer::Released(released), direct, &mut self.arm_at)
     }
 
-    /// Extends manual lease `exec` now, to `ttl` ms (or its own ttl).
-    pub fn extend(&mut self, exec: u32, ttl: Option<f64>) -> Result<u32, JsValue> {
-        let ttl = ttl
-            .map(|t| leasehold_core::duration::from_millis(t, "ttl"))
-            .transpose()
-            .map_err(|e| to_js_error(e.into()))?;
-        let extend = self.inner.extend(exec, ttl).map_err(to_js_error)?;
-        Ok(host::extend_status(extend) | self.flags())
-    }
-
     /// The owner id of lock `layer` of `exec`, `undefined` when none.
     #[wasm_bindgen(js_name = layerOwner)]
     pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
-    }
-
-    /// The key of lock `layer` of `exec`, `undefined` when none.
-    #[wasm_bindgen(js_name = layerKey)]
-    pub fn layer_key(&self, exec: u32, layer: u32) -> Option<String> {
-        self.inner.layer_key(exec, layer).map(str::to_owned)
-    }
-
-    /// The store threw (`bad` is `undefined`; the host keeps the thrown value under
-    /// `request`) or answered with a wrong shape (`bad` says what was expected).
-    #[wasm_bindgen(js_name = answerFailed)]
-    pub fn answer_failed(&mut self, request: u32, bad: Option<String>) -> u32 {
-        let failure = match bad {
-            Some(message) => StoreFailure::BadAnswer(message),
-            None => StoreFailure::Threw(request),
-        };
-        self.inner.answer(request, Answer::Failed(failure));
-        self.flags()
-    }
-
-    /// A store announced that `key` was released.
-    pub fn released(&mut self, kind: u32, store: u32, key: String) -> Result<u32, JsValue> {
-        self.inner.released(host::store_ref(kind, store).map_err(to_js_error)?, &key);
-        Ok(self.flags())
-    }
-
-    /// A store that grants on release handed `key` to `owner`, `age` ms ago at most.
-    pub fn granted(
-        &mut self,
-        kind: u32,
-        store: u32,
-        key: String,
-        owner: String,
-        token: f64,
-        age: f64,
-    ) -> Result<u32, JsValue> {
-        let claimed = host::granted(&mut self.inner, kind, store, &key, &owner, token, age).map_err(to_js_error)?;
-        Ok(claimed | self.flags())
-    }
-
-    /// The host timer fired.
-    #[wasm_bindgen(js_name = onTimer)]
-    pub fn on_timer(&mut self) -> u32 {
-        self.inner.on_host_timer();
-        self.flags()
-    }
-
-    /// Moves a fake clock forward by `ms`, running every due timer.
-    pub fn advance(&mut self, ms: f64) -> Result<u32, JsValue> {
-        let ms = leasehold_core::duration::clock_step(ms, "ms").map_err(|e| to_js_error(e.into()))?;
-        self.inner.advance(ms).map_err(to_js_error)?;
-        Ok(self.flags())
-    }
-
-    /// Every pending effect, flat (`host::take_flat_effects`); `takeStrings()` then
-    /// gives the text they point to, when the header says there is some.
-    #[wasm_bindgen(js_name = takeEffects)]
-    pub fn take_effects(&mut self) -> Vec<f64> {
-        let mut numbers = Vec::new();
-        host::take_flat_effects(&mut self.inner, &mut numbers, &mut self.strings);
-        numbers
-    }
-
-    #[wasm_bindgen(js_name = takeStrings)]
-    pub fn take_strings(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.strings)
-    }
-
-    /// Executions not yet settled.
-    #[wasm_bindgen(js_name = liveExecutions)]
-    pub fn live_executions(&self) -> u32 {
-        self.inner.live_executions() as u32
-    }
-
-    /// Store calls not yet answered.
-    #[wasm_bindgen(js_name = openRequests)]
-    pub fn open_requests(&self) -> u32 {
-        self.inner.open_requests() as u32
     }
 
     /// Panics on purpose, so tests can prove a panic becomes an Error.
@@ -414,7 +214,7 @@ thread_local! {
 /// `takePanic()` when it catches the trap. The package's loaders call it once; Rust code
 /// that embeds this crate (the binding's tests) keeps its own hook unless it calls it.
 /// The hook it replaces, std's, writes to a stderr that wasm32-unknown-unknown does not
-/// have (and keeping it would cost about 3 KB of the gzipped module).
+/// have, and keeping it would bring its formatting code into the module.
 #[wasm_bindgen(js_name = keepPanics)]
 pub fn keep_panics() {
     std::panic::set_hook(Box::new(|info| {

@@ -5,8 +5,8 @@
 
 use std::rc::Rc;
 
-use crate::engine::LockSpec;
 use crate::fast_hash::KeyMap;
+use crate::types::LockSpec;
 
 /// How many locks an engine keeps defined at once ([`crate::Engine::define_lock`]);
 /// beyond that, locks are passed whole with every start.
@@ -91,7 +91,7 @@ impl DefinedLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::StoreRef;
+    use crate::types::StoreRef;
 
     fn spec(key: &str) -> LockSpec {
         LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl: 1_000, wait: None }

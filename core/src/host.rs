@@ -3,8 +3,9 @@
 //! means the napi and wasm bindings only convert types.
 
 use crate::duration;
-use crate::engine::{Answer, Effect, Engine, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
+use crate::engine::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
+use crate::types::{Answer, Effect, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
 use crate::Millis;
 
 /// Bits of the status word every mutating binding call returns.

@@ -36,6 +36,7 @@
 
 #![deny(missing_docs)]
 
+mod binding_surface;
 mod clock;
 mod defined;
 pub mod duration;
@@ -48,17 +49,18 @@ mod memory_store;
 mod owner_ids;
 pub mod polling;
 mod timers;
+mod types;
 mod waiters;
 
 pub use clock::{Clock, FakeClock};
 pub use defined::MAX_DEFINED_LOCKS;
-pub use engine::{
-    Answer, Effect, Engine, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
-    DEFAULT_MEMORY_STORE, MAX_FAKE_TIME,
-};
+pub use engine::{Engine, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME};
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};
 pub use memory_store::{MemoryStore, TryAcquire};
 pub use owner_ids::OwnerIds;
+pub use types::{
+    Answer, Effect, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
+};
 
 /// Time in whole milliseconds.
 pub type Millis = u64;

@@ -1,27 +1,43 @@
 //! Waiters, in arrival order, per store and key. Only the first waiter of a key tries
 //! the store; the others wait their turn, so a release wakes exactly one execution
 //! and a crowd of waiters costs one poll, not one each.
+//!
+//! The queues know nothing of the engine: they say what changed (a key's first waiter,
+//! a new head, an emptied queue) and the engine decides what that means.
 
 use std::collections::VecDeque;
+use std::hash::Hash;
 
-use crate::engine::{Effect, StoreRef, Wake};
 use crate::fast_hash::{IdMap, KeyMap};
 
 /// What removing a waiter did to its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HeadChange {
-    /// The queue's head is unchanged (or the queue is gone).
+    /// The queue's head is unchanged.
     None,
     /// The removed waiter was first; this one is first now.
     NewHead(u32),
+    /// The removed waiter was the last: the key has no waiters any more.
+    Emptied,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct WaitQueues {
-    by_store: IdMap<StoreRef, KeyMap<String, Queue>>,
+/// The queues of every key with waiters, by store (`S`, the engine's store reference).
+#[derive(Debug)]
+pub(crate) struct WaitQueues<S> {
+    by_store: IdMap<S, KeyMap<String, Queue>>,
     /// Entries looked at by removals, for the test that keeps them bounded.
     #[cfg(test)]
     looked_at: usize,
+}
+
+impl<S> Default for WaitQueues<S> {
+    fn default() -> Self {
+        WaitQueues {
+            by_store: IdMap::default(),
+            #[cfg(test)]
+            looked_at: 0,
+        }
+    }
 }
 
 /// One key's waiters. A waiter that leaves from behind the head (it gave up: thousands
@@ -100,29 +116,19 @@ impl Queue {
     }
 }
 
-fn watch(store: StoreRef, key: &str, on: bool) -> Option<Effect> {
-    match store {
-        StoreRef::External { id, wake: Wake::Announce | Wake::Grant } => {
-            Some(Effect::Watch { store: id, key: key.to_owned(), watch: on })
-        }
-        _ => None,
-    }
-}
-
-impl WaitQueues {
-    /// Appends `exec`; returns the effect that starts watching the key when this is
-    /// its first waiter on an announcing store.
-    pub fn push(&mut self, store: StoreRef, key: &str, exec: u32) -> Option<Effect> {
+impl<S: Copy + Eq + Hash> WaitQueues<S> {
+    /// Appends `exec`; true when it is the key's first waiter (its queue is new).
+    pub fn push(&mut self, store: S, key: &str, exec: u32) -> bool {
         let keys = self.by_store.entry(store).or_default();
         match keys.get_mut(key) {
             Some(queue) => {
                 queue.entries.push_back(exec);
-                None
+                false
             }
             None => {
                 let queue = Queue { entries: VecDeque::from([exec]), gone: IdMap::default(), gone_total: 0 };
                 keys.insert(key.to_owned(), queue);
-                watch(store, key, true)
+                true
             }
         }
     }
@@ -131,15 +137,15 @@ impl WaitQueues {
         self.by_store.is_empty()
     }
 
-    pub fn head(&self, store: StoreRef, key: &str) -> Option<u32> {
+    pub fn head(&self, store: S, key: &str) -> Option<u32> {
         self.by_store.get(&store)?.get(key)?.entries.front().copied()
     }
 
-    /// Removes `exec` (queued on `key`) wherever it stands; returns the new head if it
-    /// was first, and the effect that stops watching when the queue emptied.
-    pub fn remove(&mut self, store: StoreRef, key: &str, exec: u32) -> (HeadChange, Option<Effect>) {
-        let Some(keys) = self.by_store.get_mut(&store) else { return (HeadChange::None, None) };
-        let Some(queue) = keys.get_mut(key) else { return (HeadChange::None, None) };
+    /// Removes `exec` (queued on `key`) wherever it stands; says whether the head
+    /// changed or the queue emptied.
+    pub fn remove(&mut self, store: S, key: &str, exec: u32) -> HeadChange {
+        let Some(keys) = self.by_store.get_mut(&store) else { return HeadChange::None };
+        let Some(queue) = keys.get_mut(key) else { return HeadChange::None };
         let was_head = queue.entries.front() == Some(&exec);
         let _looked_at = queue.remove(exec);
         #[cfg(test)]
@@ -151,16 +157,16 @@ impl WaitQueues {
             if keys.is_empty() {
                 self.by_store.remove(&store);
             }
-            return (HeadChange::None, watch(store, key, false));
+            return HeadChange::Emptied;
         }
         match (was_head, queue.entries.front()) {
-            (true, Some(&next)) => (HeadChange::NewHead(next), None),
-            _ => (HeadChange::None, None),
+            (true, Some(&next)) => HeadChange::NewHead(next),
+            _ => HeadChange::None,
         }
     }
 
     /// Keys with waiters on `store`.
-    pub fn keys_of(&self, store: StoreRef) -> impl Iterator<Item = &str> {
+    pub fn keys_of(&self, store: S) -> impl Iterator<Item = &str> {
         self.by_store.get(&store).into_iter().flat_map(|keys| keys.keys().map(String::as_str))
     }
 }
@@ -169,26 +175,28 @@ impl WaitQueues {
 mod tests {
     use super::*;
 
-    const MEM: StoreRef = StoreRef::Memory(0);
+    /// Any store: the queues only tell stores apart.
+    const MEM: u32 = 0;
 
     /// Entries looked at while `n` waiters leave one queue in `order` (positions in
     /// arrival order), and whether each left the head as expected.
     fn leave(n: u32, order: impl Fn(u32) -> Vec<u32>) -> usize {
-        let mut queues = WaitQueues::default();
+        let mut queues = WaitQueues::<u32>::default();
         for exec in 1..=n {
             queues.push(MEM, "k", exec);
         }
         for exec in order(n) {
             let head = queues.head(MEM, "k");
-            let (change, unwatch) = queues.remove(MEM, "k", exec);
-            if head == Some(exec) {
+            let change = queues.remove(MEM, "k", exec);
+            if queues.is_empty() {
+                assert_eq!(change, HeadChange::Emptied, "the last waiter empties the queue");
+            } else if head == Some(exec) {
                 // The next live waiter in arrival order is the new head.
                 assert_eq!(change, queues.head(MEM, "k").map_or(HeadChange::None, HeadChange::NewHead));
             } else {
                 assert_eq!(change, HeadChange::None);
                 assert_eq!(queues.head(MEM, "k"), head, "the head stays while others leave");
             }
-            assert!(unwatch.is_none(), "waiters stay");
         }
         assert!(queues.is_empty(), "everyone left");
         queues.looked_at
@@ -223,15 +231,14 @@ mod tests {
 
     #[test]
     fn an_id_queued_again_after_leaving_from_behind_the_head_waits_its_new_turn() {
-        let mut queues = WaitQueues::default();
-        for exec in [1, 2, 3] {
-            queues.push(MEM, "k", exec);
-        }
-        assert_eq!(queues.remove(MEM, "k", 2), (HeadChange::None, None));
-        queues.push(MEM, "k", 2);
-        assert_eq!(queues.remove(MEM, "k", 1), (HeadChange::NewHead(3), None), "the old entry of 2 is gone");
-        assert_eq!(queues.remove(MEM, "k", 3), (HeadChange::NewHead(2), None));
-        assert_eq!(queues.remove(MEM, "k", 2), (HeadChange::None, None));
+        let mut queues = WaitQueues::<u32>::default();
+        assert!(queues.push(MEM, "k", 1), "the first waiter opens the queue");
+        assert!(!queues.push(MEM, "k", 2) && !queues.push(MEM, "k", 3));
+        assert_eq!(queues.remove(MEM, "k", 2), HeadChange::None);
+        assert!(!queues.push(MEM, "k", 2));
+        assert_eq!(queues.remove(MEM, "k", 1), HeadChange::NewHead(3), "the old entry of 2 is gone");
+        assert_eq!(queues.remove(MEM, "k", 3), HeadChange::NewHead(2));
+        assert_eq!(queues.remove(MEM, "k", 2), HeadChange::Emptied);
         assert!(queues.is_empty());
     }
 }

@@ -1,0 +1,187 @@
+//! Acquiring a lock: a try of the store, and what its answer leads to.
+
+use super::state::{at, at_mut, exec_at, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin, Phase};
+use super::waiting::HeadLeft;
+use super::Engine;
+use crate::error::{LockError, StoreFailure, StoreMethod};
+use crate::memory_store::TryAcquire;
+use crate::polling::{renew_after, Backoff};
+use crate::types::{Effect, Event, Outcome, StoreRef};
+use crate::Millis;
+
+impl Engine {
+    /// Starts acquiring lock `layer` of `exec` under a fresh owner id.
+    pub(super) fn begin_layer(&mut self, exec: u32, layer: u32) {
+        let now = self.time;
+        let Some(l) = self.execs.get_mut(&exec).and_then(|e| e.layers.get_mut(layer as usize)) else { return };
+        self.owners.write_id(&mut l.owner);
+        l.started_at = now;
+        l.state = LayerState::Acquiring(Acquiring {
+            deadline: l.spec.wait.map(|w| now.saturating_add(w)),
+            backoff: Backoff::default(),
+            queued: false,
+            in_flight: None,
+            next_try: None,
+            release_seen: false,
+        });
+        self.try_acquire(exec, layer);
+    }
+
+    /// Tries the store once: a memory store answers now, a host store is called.
+    pub(super) fn try_acquire(&mut self, exec: u32, layer: u32) {
+        let now = self.time;
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let (store, ttl) = (l.spec.store, l.spec.ttl);
+        match store {
+            StoreRef::Memory(id) => {
+                let l = layer_at(&self.execs, exec, layer);
+                // Waiters take a memory store's key in arrival order: while some wait for
+                // it, only the first may take it. Not a newcomer that comes as the lease
+                // lapses before the first waiter's timer fires, nor a later waiter's last
+                // try at its deadline.
+                let head = if self.queues.is_empty() { None } else { self.queues.head(store, &l.spec.key) };
+                let result = if let Some(head) = head.filter(|&h| h != exec) {
+                    // A key that ended before its first waiter was told (a shorter lease
+                    // set through the store, say): that waiter takes it now, this try after.
+                    if !at(&self.memory, id).is_held(&l.spec.key, now) {
+                        self.try_new_head(head);
+                    }
+                    TryResult::Held { until: None }
+                } else {
+                    match at_mut(&mut self.memory, id).try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                        TryAcquire::Acquired(token) => TryResult::Granted(token),
+                        TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                    }
+                };
+                self.on_try(exec, layer, now, result);
+            }
+            StoreRef::External { id, .. } => {
+                let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
+                if let Some(a) = self.acquiring_mut(exec, layer) {
+                    a.in_flight = Some((request, now));
+                    a.next_try = None;
+                }
+                self.arm_acquiring(exec, layer);
+            }
+        }
+    }
+
+    /// A try sent at `sent_at` came to `result`: hold, wait on, or give up.
+    pub(super) fn on_try(&mut self, exec: u32, layer: u32, sent_at: Millis, result: TryResult) {
+        let now = self.time;
+        let Some(e) = self.execs.get(&exec) else { return };
+        let l = at(&e.layers, layer);
+        let LayerState::Acquiring(a) = &l.state else { return };
+        let (store, queued, deadline) = (l.spec.store, a.queued, a.deadline);
+        let (renew, waited) = (e.options.renew, now - l.started_at);
+        // The key is copied only on the paths that need it apart from the layer.
+        let key_of = |engine: &Self| layer_at(&engine.execs, exec, layer).spec.key.clone();
+        match result {
+            TryResult::Granted(token) => {
+                if let StoreRef::External { id, .. } = store {
+                    let key = &layer_at(&self.execs, exec, layer).spec.key;
+                    if let Err(floor) = self.floors.admit(id, key, token) {
+                        let failure = StoreFailure::BadAnswer(format!(
+                            "fencing token {token} is not larger than {floor}, the last one this process saw for \
+                             this key: the store's tokens went back"
+                        ));
+                        self.on_try(exec, layer, sent_at, TryResult::Failed(failure));
+                        return;
+                    }
+                }
+                if queued {
+                    // The key is lent for the call rather than copied: leaving the queue
+                    // touches only the waiters behind this execution.
+                    let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
+                    self.leave_queue(exec, store, &key, HeadLeft::Acquired);
+                    if let Some(l) = self.layer_mut(exec, layer) {
+                        l.spec.key = key;
+                    }
+                }
+                let Some(l) = self.layer_mut(exec, layer) else { return };
+                let ttl = l.spec.ttl;
+                l.token = Some(token);
+                l.state = LayerState::Held(Held {
+                    expires_at: sent_at.saturating_add(ttl),
+                    renew_at: renew.then(|| sent_at.saturating_add(renew_after(ttl))),
+                    in_flight: None,
+                    retry: Backoff::default(),
+                    extend_pending: 0,
+                });
+                self.arm_held(exec, layer);
+                self.event(exec, layer, Event::Acquired { waited, token });
+                let count = exec_at(&self.execs, exec).layers.len() as u32;
+                if layer + 1 < count {
+                    self.begin_layer(exec, layer + 1);
+                } else if let Some(e) = self.execs.get_mut(&exec) {
+                    e.phase = Phase::Running;
+                    self.effects.push_back(Effect::Run { exec });
+                }
+            }
+            TryResult::Held { until } => {
+                let key = key_of(self);
+                if deadline.is_some_and(|d| now >= d) {
+                    self.event(exec, layer, Event::Rejected { waited });
+                    self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
+                    return;
+                }
+                if !queued {
+                    self.join_queue(exec, store, &key);
+                    if let Some(a) = self.acquiring_mut(exec, layer) {
+                        a.queued = true;
+                    }
+                }
+                let is_head = self.queues.head(store, &key) == Some(exec);
+                let a = still_acquiring(self.acquiring_mut(exec, layer));
+                if std::mem::take(&mut a.release_seen) && is_head {
+                    self.try_acquire(exec, layer);
+                    return;
+                }
+                let next = if is_head {
+                    // A memory store says when the lease ends, and announces an earlier
+                    // release: no polling. Other stores are polled with backoff.
+                    until.unwrap_or_else(|| now.saturating_add(a.backoff.next_delay()))
+                } else {
+                    Millis::MAX
+                };
+                a.next_try = Some(deadline.map_or(next, |d| next.min(d))).filter(|&t| t != Millis::MAX);
+                self.arm_acquiring(exec, layer);
+            }
+            TryResult::Failed(failure) => {
+                // A store that threw or answered badly may have taken the lease all the
+                // same, its answer lost on the way: a release by this owner (which takes
+                // nothing that is not its own) frees the key now, not at the lease's
+                // expiry. A try that timed out was abandoned instead: a lease in its late
+                // answer is released then.
+                if !matches!(failure, StoreFailure::TimedOut { .. }) {
+                    self.release_orphan(exec, layer);
+                }
+                let key = key_of(self);
+                self.wind_down(
+                    exec,
+                    Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
+                );
+            }
+        }
+    }
+
+    /// Points the lock's timer at its next try or the timeout of the one in flight.
+    pub(super) fn arm_acquiring(&mut self, exec: u32, layer: u32) {
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let LayerState::Acquiring(a) = &l.state else { return };
+        let timeout = a.in_flight.map(|(_, sent)| sent.saturating_add(l.spec.ttl));
+        let at = match (timeout, a.next_try) {
+            (Some(t), Some(n)) => Some(t.min(n)),
+            (t, n) => t.or(n),
+        };
+        self.arm(exec, layer, at);
+    }
+}
+
+#[derive(Debug)]
+/// What a try of the store came to.
+pub(super) enum TryResult {
+    Granted(u64),
+    Held { until: Option<Millis> },
+    Failed(StoreFailure),
+}

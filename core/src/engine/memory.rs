@@ -1,0 +1,133 @@
+//! The engine's memory stores, as a user calls them directly.
+
+use super::state::{at, at_mut};
+use super::Engine;
+use super::DEFAULT_MEMORY_STORE;
+use crate::error::{ArgError, LockError};
+use crate::memory_store::{MemoryStore, TryAcquire};
+use crate::types::StoreRef;
+use crate::Millis;
+
+impl Engine {
+    /// Adds a memory store and returns its id (that of a dropped store, if any).
+    pub fn create_memory_store(&mut self) -> u32 {
+        if let Some(id) = self.free_memory.pop() {
+            *at_mut(&mut self.dropped_memory, id) = false;
+            return id;
+        }
+        self.memory.push(MemoryStore::default());
+        self.dropped_memory.push(false);
+        (self.memory.len() - 1) as u32
+    }
+
+    /// Forgets memory store `id`, which nothing uses any more (the host's store object
+    /// was collected, and the host holds a store while an execution or a lease uses
+    /// it): its leases go, and its id is given to the next store created. The default
+    /// store is kept, and, as a guard, a store with waiters. Returns whether it was
+    /// dropped.
+    pub fn drop_memory_store(&mut self, id: u32) -> bool {
+        let slot = id as usize;
+        if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || *at(&self.dropped_memory, id) {
+            return false;
+        }
+        if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
+            return false;
+        }
+        *at_mut(&mut self.memory, id) = MemoryStore::default();
+        *at_mut(&mut self.dropped_memory, id) = true;
+        self.free_memory.push(id);
+        true
+    }
+
+    pub(super) fn memory_store(&mut self, id: u32) -> Result<&mut MemoryStore, LockError> {
+        self.memory.get_mut(id as usize).ok_or_else(|| {
+            ArgError::type_error("store", format!("store must be a live memory store, got id {id}")).into()
+        })
+    }
+
+    /// `acquire` on a memory store, as a user calls it directly.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_acquire(
+        &mut self,
+        store: u32,
+        key: &str,
+        owner: &str,
+        ttl: Millis,
+    ) -> Result<Option<u64>, LockError> {
+        self.tick();
+        let now = self.time;
+        Ok(match self.memory_store(store)?.try_acquire(key, owner, ttl, now) {
+            TryAcquire::Acquired(token) => Some(token),
+            TryAcquire::Held { .. } => None,
+        })
+    }
+
+    /// `renew` on a memory store, as a user calls it directly.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_renew(&mut self, store: u32, key: &str, owner: &str, ttl: Millis) -> Result<bool, LockError> {
+        self.tick();
+        let now = self.time;
+        let memory = self.memory_store(store)?;
+        let before = memory.expires_at(key, now);
+        let renewed = memory.renew(key, owner, ttl, now);
+        if renewed {
+            self.lease_moved(StoreRef::Memory(store), key, before, now.saturating_add(ttl));
+        }
+        Ok(renewed)
+    }
+
+    /// `release` on a memory store, as a user calls it directly; wakes the first waiter
+    /// when a lease ended. True when `owner` held a live lease.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_release(&mut self, store: u32, key: &str, owner: &str) -> Result<bool, LockError> {
+        self.tick();
+        let now = self.time;
+        let released = self.memory_store(store)?.release(key, owner, now);
+        if released {
+            self.released(StoreRef::Memory(store), key);
+        }
+        Ok(released)
+    }
+
+    /// Milliseconds left on the live lease of `key`, `None` when free. Advisory: the
+    /// answer may be stale by the time it is read.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_ttl(&mut self, store: u32, key: &str) -> Result<Option<Millis>, LockError> {
+        self.tick();
+        let now = self.time;
+        Ok(self.memory_store(store)?.expires_at(key, now).map(|at| at - now))
+    }
+
+    /// The number of keys held or waited for on a memory store.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_size(&mut self, store: u32) -> Result<usize, LockError> {
+        self.tick();
+        let now = self.time;
+        let reference = StoreRef::Memory(store);
+        let queues = &self.queues;
+        let mem = self.memory.get(store as usize).ok_or_else(|| {
+            LockError::from(ArgError::type_error("store", format!("store must be a live memory store, got id {store}")))
+        })?;
+        let held = mem.live_keys(now).count();
+        let waited_not_held = queues.keys_of(reference).filter(|key| !mem.is_held(key, now)).count();
+        Ok(held + waited_not_held)
+    }
+
+    /// Entries a memory store keeps, live or lapsed, for memory tests.
+    ///
+    /// # Errors
+    /// An argument error for an unknown store.
+    pub fn memory_entries(&mut self, store: u32) -> Result<usize, LockError> {
+        Ok(self.memory_store(store)?.entries())
+    }
+}
