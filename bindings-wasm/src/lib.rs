@@ -122,8 +122,8 @@ impl WasmEngine {
 
     /// `startDefined` answering a plain number: wasm-bindgen returns a `Result` or an
     /// `Option` to JavaScript as an array, one allocation per call, and these calls are
-    /// made for every execution. -1 on error, which `takeError` then returns. The host
-    /// (lib/host.cjs) installs them as `startDefined`, `finish` and `token`.
+    /// made for every execution. -1 on error, which `takeError` then returns.
+    /// `lib/fast-calls.cjs` installs them as `startDefined`, `finish` and `token`.
     #[wasm_bindgen(js_name = startDefinedFast)]
     pub fn start_defined_fast(&mut self, exec: u32, options: u32, lock: u32) -> f64 {
         let result = self.start_defined(exec, options, lock);
