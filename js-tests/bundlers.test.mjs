@@ -14,29 +14,16 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { CHROMIUM_ARGS } from './support/chromium.mjs';
+import { chromiumMissing, launchChromium } from './support/chromium.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const fixture = fileURLToPath(new URL('./bundlers/', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
 
-const require = createRequire(import.meta.url);
-let playwright;
-try {
-  playwright = require('playwright-core');
-} catch {
-  playwright = undefined;
-}
 const skip =
   process.env.LEASEHOLD_ENGINE === 'native'
     ? 'browsers run the wasm engine: runs on the wasm pass'
-    : !playwright
-      ? 'playwright-core is not installed'
-      : !fs.existsSync(CHROMIUM)
-        ? `${CHROMIUM} is not installed (npm run setup installs it)`
-        : false;
+    : chromiumMissing;
 
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 
@@ -139,7 +126,7 @@ describe('bundled pages in headless Chromium', { skip }, () => {
   const projects = [];
 
   before(async () => {
-    browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+    browser = await launchChromium({ timeout: 60_000 });
   });
   after(async () => {
     await browser?.close();

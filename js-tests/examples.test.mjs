@@ -7,13 +7,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from './support/redis.mjs';
 import { startPostgres } from './support/postgres.mjs';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { CHROMIUM_ARGS } from './support/chromium.mjs';
+import { chromiumMissing, launchChromium } from './support/chromium.mjs';
 
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
 
@@ -134,19 +133,9 @@ test('etcd-deploy: 4 deployers at once take turns; every fenced log write accept
 // browser-tab: Debian's chromium, headless, driven by playwright-core
 // ---------------------------------------------------------------------------------
 
-const require = createRequire(import.meta.url);
-const CHROMIUM = '/usr/bin/chromium';
-let playwright;
-try {
-  playwright = require('playwright-core');
-} catch {
-  playwright = undefined;
-}
-const browserMissing = !playwright
-  ? 'playwright-core is not installed'
-  : !existsSync(CHROMIUM)
-    ? `${CHROMIUM} is not installed (npm run setup installs it)`
-    : !existsSync(fileURLToPath(new URL('../lib/browser.mjs', import.meta.url)))
+const browserMissing = chromiumMissing
+  ? chromiumMissing
+  : !existsSync(fileURLToPath(new URL('../lib/browser.mjs', import.meta.url)))
       ? 'lib/browser.mjs (the browser entry) is not there'
       : false;
 
@@ -183,11 +172,7 @@ function startExampleServer() {
 
 test('browser-tab: two quick clicks in headless Chromium; the saves never overlap', { skip: browserMissing }, async (t) => {
   const server = await startExampleServer();
-  const browser = await playwright.chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const problems = [];

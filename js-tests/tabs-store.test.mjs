@@ -8,30 +8,19 @@
 import assert from 'node:assert/strict';
 import { existsSync, createReadStream } from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CHROMIUM_ARGS } from './support/chromium.mjs';
+import { chromiumMissing, launchChromium } from './support/chromium.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
-const require = createRequire(import.meta.url);
-let playwright;
-try {
-  playwright = require('playwright-core');
-} catch {
-  playwright = undefined;
-}
 
 const skip =
   process.env.LEASEHOLD_ENGINE === 'native'
     ? 'browsers run the wasm engine only: these tests run in the wasm pass'
-    : !playwright
-      ? 'playwright-core is not installed'
-      : !existsSync(CHROMIUM)
-        ? `${CHROMIUM} is not installed (npm run setup installs it)`
-        : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
+    : chromiumMissing
+      ? chromiumMissing
+      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
           ? 'the wasm engine is not built (npm run build)'
           : false;
 
@@ -70,7 +59,7 @@ before(async () => {
   if (skip) return;
   server = await serve();
   pageUrl = `http://127.0.0.1:${server.address().port}/js-tests/tabs/page.html`;
-  browser = await playwright.chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+  browser = await launchChromium();
 });
 
 after(async () => {
