@@ -12,8 +12,9 @@
 // Scenarios 4 and 5 also run on etcd (4e, 5e: leasehold against etcd3's own lock()),
 // when `etcd` is installed; `--etcd-only` runs just those.
 //
-// Each library runs each scenario in its own child process (see README "in-process
-// state" in RESULTS.md for why), interleaved: round r runs every library once, in an
+// Each library runs each scenario in its own child process (on Node 20, a library run
+// after leasehold in the same process pays for the promise hooks that leasehold's
+// AsyncLocalStorage turns on; the in-process table shows it), interleaved: round r runs every library once, in an
 // order rotated by r. Tables show medians over rounds; a ratio is the median of the
 // per-round ratios (both sides measured in the same round). Bounded: counts are fixed,
 // every child has a deadline and a timeout, and the Redis servers are our own, on
@@ -743,7 +744,7 @@ function commandOutput(cmd, args, cwd = ROOT) {
 
 /**
  * How an idle CPU sleeps (Linux cpuidle), when readable: on a VM, waking a halted vCPU
- * is most of a loopback round trip, so it moves every Redis number (see RESULTS.md).
+ * is most of a loopback round trip, so it moves every Redis number (bench/notes/).
  */
 function cpuIdle() {
   const read = (file) => {
