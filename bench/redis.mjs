@@ -25,17 +25,20 @@ async function roundTrip(client, count = 2000) {
   return quantiles(gaps(stamps, count)).p50;
 }
 
-/** Scenario 4: `count` sequential executions on one key, nobody else around. */
-async function uncontended(lib, { port, count, warmup, ttlMs }) {
+/**
+ * Scenario 4: `count` sequential executions, nobody else around; on one key, or with
+ * `keys` (scenario 4b) on a different key each time, round-robin over that many.
+ */
+async function uncontended(lib, { port, count, warmup, ttlMs, keys = 1 }) {
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs: 0 });
-  const key = `bench:uncontended:${lib}`;
-  for (let i = 0; i < warmup; i++) await lock.run(key, noop);
+  const names = Array.from({ length: keys }, (_, i) => `bench:uncontended:${lib}:${i}`);
+  for (let i = 0; i < warmup; i++) await lock.run(names[i % keys], noop);
   const commands0 = client.benchCommands;
   const stamps = new Float64Array(count + 1);
   stamps[0] = performance.now();
   for (let i = 0; i < count; i++) {
-    await lock.run(key, noop);
+    await lock.run(names[(warmup + i) % keys], noop);
     stamps[i + 1] = performance.now();
   }
   const elapsedMs = stamps[count] - stamps[0];
@@ -70,7 +73,7 @@ return {holders, last or ''}`;
  * Redis's CPU time (`redisCpuMsAtStart`), so that Redis's share can be counted from
  * there.
  */
-async function contendedWorker(lib, { port, key, count, processes, warmup, contendedWarmup, deadlineMs, ttlMs, waitMs, thinkMs = 0 }) {
+async function contendedWorker(lib, { port, key, count, processes, warmup, contendedWarmup, deadlineMs, ttlMs, waitMs, thinkMs = 0, concurrency = 1 }) {
   const client = await connect(port);
   const lock = await createRedisLock(lib, { client, ttlMs, waitMs });
   const me = `${process.pid}`;
@@ -96,33 +99,45 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
   const shared = `${key}:warm`;
   const warmShared = body(`${shared}:holders`, `${shared}:last`, () => {});
   const warmDeadline = performance.now() + deadlineMs;
-  for (let i = 0; i < contendedWarmup && performance.now() < warmDeadline; i++) {
-    try {
-      await lock.run(shared, warmShared);
-    } catch (error) {
-      errors.push(`warm-up: ${error?.name}: ${error?.message}`);
+  let warmed = 0;
+  const warmLoop = async () => {
+    while (warmed < contendedWarmup && performance.now() < warmDeadline) {
+      warmed += 1;
+      try {
+        await lock.run(shared, warmShared);
+      } catch (error) {
+        errors.push(`warm-up: ${error?.name}: ${error?.message}`);
+      }
+      if (thinkMs > 0) await sleep(thinkMs);
     }
-    if (thinkMs > 0) await sleep(thinkMs);
-  }
+  };
+  await Promise.all(Array.from({ length: concurrency }, warmLoop));
   const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
   let completed = 0;
   const startedAt = performance.timeOrigin + performance.now();
   const cpu0 = process.cpuUsage();
   const deadline = performance.now() + deadlineMs;
-  for (let i = 0; i < count && performance.now() < deadline; i++) {
-    const asked = performance.now();
-    try {
-      await lock.run(key, async () => {
-        waits.push(performance.now() - asked);
-        await enter();
-      });
-      completed += 1;
-    } catch (error) {
-      errors.push(`${error?.name}: ${error?.message}`);
+  // `concurrency` loops share the process's `count` executions (scenario 5c: several
+  // requests of one web service process wanting the same key at once).
+  let started = 0;
+  const loop = async () => {
+    while (started < count && performance.now() < deadline) {
+      started += 1;
+      const asked = performance.now();
+      try {
+        await lock.run(key, async () => {
+          waits.push(performance.now() - asked);
+          await enter();
+        });
+        completed += 1;
+      } catch (error) {
+        errors.push(`${error?.name}: ${error?.message}`);
+      }
+      if (thinkMs > 0) await sleep(thinkMs);
     }
-    if (thinkMs > 0) await sleep(thinkMs);
-  }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
   const endedAt = performance.timeOrigin + performance.now();
   const cpu = process.cpuUsage(cpu0);
   const cpuMs = (cpu.user + cpu.system) / 1000;
