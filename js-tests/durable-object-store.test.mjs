@@ -91,6 +91,11 @@ test('waiting requests are handed the lease in the order they queued', { skip, t
   assert.equal((await get(`/queued?key=${key}`)).queued, 0);
 });
 
+test('a waiter aborted while another of its isolate waits leaves the queue; the other is handed the key', { skip, timeout: 30_000 }, async () => {
+  const report = await get('/sibling-abort?key=sibling');
+  assert.deepEqual(report, { bothQueued: 2, w1Outcome: 'AbortError', afterAbort: 1, afterGrant: 0, newer: true });
+});
+
 test('eight concurrent requests on one key: no overlap, tokens increase in grant order', { skip, timeout: 30_000 }, async () => {
   const results = await Promise.all(
     Array.from({ length: 8 }, (_, i) => get(`/run?key=contended&hold=20&wait=20s&name=r${i}`)),

@@ -281,6 +281,31 @@ describe('waiting by watch', () => {
     await holder.release(key, 'H');
   });
 
+  test('a waiter aborted while another of its store waits: the engine releases it, its key goes, the other is served', async () => {
+    const client = newClient();
+    const key = uniqueKey('aborted');
+    const holder = newStore({ client });
+    const waiters = newStore();
+    const a = await acquireLock(holder, key, 5000, { autoRenew: true });
+    const controller = new AbortController();
+    const w1 = acquireLock(waiters, key, 5000, { wait: '30s', signal: controller.signal });
+    const w2 = acquireLock(waiters, key, 5000, { wait: '30s' });
+    const owners = async () => (await keysUnder(client, key)).map((k) => k.owner);
+    await within(5000, 'W1 and W2 queued', (async () => { while ((await owners()).length < 3) await sleep(10); })());
+    const [hOwner] = await owners();
+    controller.abort();
+    await assert.rejects(w1, { name: 'AbortError' });
+    // W2 still waits, so the engine keeps listening: only its release of W1 deletes W1's key.
+    await within(3000, "W1's key deleted", (async () => { while ((await owners()).length > 2) await sleep(10); })());
+    const [first, w2Owner] = await owners();
+    assert.equal(first, hOwner, 'H still holds the key');
+    assert.equal(await a.release(), true);
+    const lease = await within(3000, 'W2 is granted the key', w2);
+    assert.ok(lease.fencingToken > a.fencingToken);
+    assert.deepEqual(await owners(), [w2Owner]);
+    assert.equal(await lease.release(), true);
+  });
+
   test('close() takes the store\'s waiters out of the queue; the next store\'s waiter is served', async () => {
     const client = newClient();
     const key = uniqueKey('close');

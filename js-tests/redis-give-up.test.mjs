@@ -140,3 +140,38 @@ for (const setup of SETUPS) {
     });
   });
 }
+
+// Two waiters of one process (one store), queued behind a holder of another: the first
+// is aborted while the second still waits, so the engine keeps listening on the key and
+// no unwatch dequeues anyone; the engine releases the aborted owner, which takes it out
+// of the Redis queue. The holder's release then hands the key straight to the second.
+for (const setup of SETUPS) {
+  test(`${setup.name}: a waiter aborted while another of its process waits leaves the queue`, async () => {
+    const prefix = 'give-up-sibling';
+    const holder = await newStore(setup, prefix);
+    const waiters = await newStore(setup, prefix);
+    const key = uniqueKey('sibling');
+    const a = await acquireLock(holder, key, 5000, { autoRenew: true });
+    assert.ok(a, 'H holds the key');
+    const controller = new AbortController();
+    const w1 = acquireLock(waiters, key, 5000, { wait: '30s', signal: controller.signal });
+    await waitFor('W1 queued', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 10_000, intervalMs: 10 });
+    const w2 = acquireLock(waiters, key, 5000, { wait: '30s' });
+    await waitFor('W2 queued behind W1', async () => (await queueLength(setup, prefix, key)) === 2, {
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
+    controller.abort();
+    await assert.rejects(w1, { name: 'AbortError' });
+    // W2 still waits, so only the engine's release of W1's owner can dequeue it.
+    await waitFor('W1 to leave the queue', async () => (await queueLength(setup, prefix, key)) === 1, {
+      timeoutMs: 2000,
+      intervalMs: 5,
+    });
+    assert.equal(await a.release(), true);
+    const lease = await within(3000, 'W2 is handed the key', w2);
+    assert.ok(lease && lease.fencingToken > a.fencingToken, 'W2 holds the key with a newer token');
+    assert.equal(await queueLength(setup, prefix, key), 0, 'nobody left queued');
+    assert.equal(await lease.release(), true);
+  });
+}

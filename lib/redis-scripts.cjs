@@ -197,7 +197,9 @@ end
  * message was heard (see GRANT_FIRST), else 0> <its grant channel>" (the channel empty
  * when the store has none: its turn is not counted). The release is announced on the
  * lease's name + ':released'.
- * Only the owner's live lease is released (0 otherwise). A queued owner that has waited
+ * Only the owner's live lease is released (0 otherwise). An owner that does not hold the
+ * lease leaves the queue instead: a waiter that gave up (its engine releases it then), so
+ * that no release hands the key to it. A queued owner that has waited
  * at least the hand-off time, at the end of the releasing store's turn, is handed the
  * lease (1). Otherwise the lease is deleted:
  * 2 when owners are queued (the releasing store wakes the first one unless it takes the
@@ -206,6 +208,9 @@ end
  */
 const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
+    redis.call('LREM', KEYS[3], 1, ARGV[1])
+  end
   return 0
 end
 if redis.call('EXISTS', KEYS[3]) == 0 then

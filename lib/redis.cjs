@@ -373,12 +373,14 @@ class RedisLockStore {
   /**
    * Deletes the lease if it is `owner`'s live lease, and announces the release to
    * `subscribe` listeners. `false` when the lease had lapsed or belongs to someone else
-   * (it is then left alone).
+   * (it is then left alone); an owner queued for it leaves the queue (a waiter that gave up).
    */
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
     if (this.#answered.size > 0) this.#answered.delete(owner);
+    // A waiter that gave up is released: RELEASE takes it out of the queue.
+    if (this.#queued.size > 0) this.#forgetQueued(owner);
     const lease = this.#leaseKey(key);
     const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
     const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, atOnce));

@@ -745,6 +745,32 @@ fn a_grant_crossing_a_try_in_flight_wins_and_the_try_is_ignored() {
 }
 
 #[test]
+fn a_waiter_cancelled_while_another_waits_is_released_so_the_store_dequeues_it() {
+    let mut e = engine();
+    let first = waiting_on_granting_store(&mut e, 1, 3_000, None);
+    let second = waiting_on_granting_store(&mut e, 2, 3_000, None);
+    assert!(e.cancel(1));
+    let (calls, effects) = split(&mut e);
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(LockError::Cancelled)));
+    assert!(!effects.iter().any(|x| matches!(x, Effect::Watch { watch: false, .. })), "still watched: {effects:?}");
+    let released: Vec<_> = calls.iter().filter(|c| c.method == StoreMethod::Release).collect();
+    assert_eq!(released.len(), 1, "{calls:?}");
+    assert_eq!(released[0].owner, first.owner, "the owner that left is released, as a dequeue");
+    e.answer(released[0].request, Answer::Released(Some(false)));
+    // The new head tries at once (the key may be free).
+    let retry = calls.iter().find(|c| c.method == StoreMethod::Acquire).expect("the new head tries");
+    assert_eq!(retry.owner, second.owner);
+    e.answer(retry.request, Answer::Acquired(None));
+    // The last waiter leaves by the unwatch, which takes every owner out: no release.
+    assert!(e.cancel(2));
+    let (calls, effects) = split(&mut e);
+    assert!(calls.is_empty(), "{calls:?}");
+    assert!(effects.contains(&Effect::Watch { store: 4, key: "k".into(), watch: false }));
+    assert_eq!(e.open_requests(), 0);
+    assert_eq!(e.live_executions(), 0);
+}
+
+#[test]
 fn a_grant_to_a_waiter_that_gave_up_is_not_claimed() {
     let mut e = engine();
     let a = waiting_on_granting_store(&mut e, 1, 3_000, Some(100));

@@ -40,6 +40,40 @@ function attempt(fn) {
   }
 }
 
+/** Polls `store`'s queue of `key` until it has `n` owners (at most ~5 s); its last length. */
+async function queueReaches(store, key, n) {
+  let queued;
+  for (let i = 0; i < 500 && (queued = await store.queueLength(key)) !== n; i++) await sleep(10);
+  return queued;
+}
+
+/**
+ * W1 and W2 wait through one store (one engine queue) behind a holder of another store;
+ * W1 is aborted while W2 still waits. Reports the queue's length at each step.
+ */
+async function siblingAbort(env, key) {
+  const holderStore = new DurableObjectLockStore({ namespace: env.LOCKS });
+  const store = new DurableObjectLockStore({ namespace: env.LOCKS });
+  const h = await acquireLock(holderStore, key, 10_000);
+  const controller = new AbortController();
+  const w1 = acquireLock(store, key, 10_000, { wait: '20s', signal: controller.signal }).then(
+    () => 'acquired',
+    (error) => error.name,
+  );
+  const bothQueued = await queueReaches(store, key, 1).then(() => {
+    const w2 = acquireLock(store, key, 10_000, { wait: '20s' });
+    return queueReaches(store, key, 2).then((n) => ({ n, w2 }));
+  });
+  controller.abort();
+  const w1Outcome = await w1;
+  const afterAbort = await queueReaches(store, key, 1);
+  await h.release();
+  const lease = await bothQueued.w2;
+  const afterGrant = await store.queueLength(key);
+  await lease.release();
+  return { bothQueued: bothQueued.n, w1Outcome, afterAbort, afterGrant, newer: lease.fencingToken > h.fencingToken };
+}
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
@@ -57,6 +91,8 @@ export default {
       }
       case '/renew':
         return Response.json({ renewed: await store.renew(params.get('key'), params.get('owner'), 1000) });
+      case '/sibling-abort':
+        return Response.json(await siblingAbort(env, params.get('key')));
       case '/queued':
         return Response.json({ queued: await store.queueLength(params.get('key')) });
       case '/locked':

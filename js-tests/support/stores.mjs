@@ -50,7 +50,9 @@ export function recordingStore(clock, overrides = {}) {
  * - `release` by the holder hands the lease to the first queued owner (a new, larger
  *   token, the ttl that owner asked for) and offers `{ owner, fencingToken, age }` to the
  *   key's listeners until one claims it (returns true); with nobody queued it announces
- *   the release (a listener called without a grant).
+ *   the release (a listener called without a grant). `release` by an owner that does not
+ *   hold the lease takes it out of the queue (a waiter that gave up), unless the option
+ *   `dequeueOnRelease` is false (a store that leaves it queued until its grant is released).
  * - A grant nobody claims is released (and passes on), unless the owner's try was
  *   answered with it already, or that owner's try on the key is still unanswered: the
  *   try is then answered with it instead of "held", and a try that fails releases it.
@@ -63,7 +65,7 @@ export function recordingStore(clock, overrides = {}) {
  * it already), 'kept' (for an unanswered try), 'released'.
  */
 export function grantingStore(clock, options = {}) {
-  const { deliver = 'sync', age: withAge = true } = options;
+  const { deliver = 'sync', age: withAge = true, dequeueOnRelease = true } = options;
   const calls = [];
   const grants = [];
   const leases = new Map(); // key -> { owner, token, expires }
@@ -213,6 +215,7 @@ export function grantingStore(clock, options = {}) {
       const lease = live(key);
       const mine = lease !== undefined && lease.owner === owner;
       if (mine) handOver(key);
+      else if (dequeueOnRelease) dequeue(key, owner);
       await gate('release', key, owner);
       return mine;
     },

@@ -7,7 +7,7 @@ use super::waiting::HeadLeft;
 use super::Engine;
 use super::{MAX_ABANDONED_ACQUIRES, MAX_SPARE};
 use crate::error::{LockError, StoreFailure, StoreMethod};
-use crate::types::{Effect, Event, Outcome, StoreRef};
+use crate::types::{Effect, Event, Outcome, StoreRef, Wake};
 
 impl Engine {
     /// Stops acquiring, then releases held leases innermost first; settles with
@@ -18,6 +18,7 @@ impl Engine {
             return;
         }
         e.phase = Phase::Releasing;
+        let cancelled = matches!(outcome, Outcome::Error(LockError::Cancelled));
         e.completion = Some(outcome);
         let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
         if let Some(layer) = acquiring {
@@ -31,6 +32,16 @@ impl Engine {
             self.arm(exec, layer, None);
             if a.queued {
                 self.leave_queue(exec, store, &key, HeadLeft::GaveUp);
+            }
+            // A granting store may have queued this owner (a waiter that times out has
+            // left with its last try). Once the key's last waiter here leaves, the
+            // host's unwatch takes them all out; before that, only a release by this
+            // owner does, so that the next release is not handed to it.
+            if cancelled
+                && matches!(store, StoreRef::External { wake: Wake::Grant, .. })
+                && self.queues.head(store, &key).is_some()
+            {
+                self.release_orphan(exec, layer);
             }
         }
         self.release_next(exec);
