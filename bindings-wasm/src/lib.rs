@@ -28,7 +28,7 @@ extern "C" {
 /// [`LockError::code`]. The package's JS entry turns the code into the right class
 /// (`TypeError`, `RangeError`, …).
 fn to_js_error(err: LockError) -> JsValue {
-    let error = js_sys::Error::new(&err.to_string());
+    let error = js_sys::Error::new(&err.message());
     // Setting a property on a fresh Error cannot fail.
     let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(err.code()));
     error.into()

@@ -2,6 +2,7 @@
 //! `1h` and `1m30s`.
 
 use crate::error::ArgError;
+use crate::text::text;
 use crate::{Millis, MAX_FAKE_TIME};
 
 /// The longest duration a lease or a wait may have: 2^31 − 1 ms (about 24.8 days), the
@@ -29,17 +30,17 @@ pub fn from_millis(ms: f64, arg: &str) -> Result<Millis, ArgError> {
 /// [`MAX_FAKE_TIME`].
 pub fn clock_step(ms: f64, arg: &str) -> Result<Millis, ArgError> {
     whole_millis(ms, arg, MAX_FAKE_TIME, || {
-        ArgError::range(arg, format!("{arg} must be at most {MAX_FAKE_TIME} ms, got {}", show(ms)))
+        ArgError::range(arg, text!(arg, " must be at most ", MAX_FAKE_TIME, " ms, got ", show(ms)))
     })
 }
 
 /// `ms` rounded up to whole milliseconds, when it is a number from 0 to `max`.
 fn whole_millis(ms: f64, arg: &str, max: Millis, too_long: impl FnOnce() -> ArgError) -> Result<Millis, ArgError> {
     if ms.is_nan() {
-        return Err(ArgError::range(arg, format!("{arg} must be a number of milliseconds, got NaN")));
+        return Err(ArgError::range(arg, text!(arg, " must be a number of milliseconds, got NaN")));
     }
     if ms < 0.0 {
-        return Err(ArgError::range(arg, format!("{arg} must not be negative, got {}", show(ms))));
+        return Err(ArgError::range(arg, text!(arg, " must not be negative, got ", show(ms))));
     }
     if ms > max as f64 {
         return Err(too_long());
@@ -48,7 +49,7 @@ fn whole_millis(ms: f64, arg: &str, max: Millis, too_long: impl FnOnce() -> ArgE
 }
 
 fn too_long(ms: f64, arg: &str) -> ArgError {
-    ArgError::range(arg, format!("{arg} must be at most {MAX_DURATION_MS} ms (about 24.8 days), got {}", show(ms)))
+    ArgError::range(arg, text!(arg, " must be at most ", MAX_DURATION_MS, " ms (about 24.8 days), got ", show(ms)))
 }
 
 /// Parses a duration string: one or more `<number><unit>` parts with units `ms`, `s`,
@@ -61,8 +62,9 @@ pub fn parse(text: &str, arg: &str) -> Result<Millis, ArgError> {
     let unparsable = || {
         ArgError::type_error(
             arg,
-            format!(
-                "{arg} must be milliseconds or a duration string like '250ms', '30s', '5m', '1h' or '1m30s', got {}",
+            text!(
+                arg,
+                " must be milliseconds or a duration string like '250ms', '30s', '5m', '1h' or '1m30s', got ",
                 quote(text)
             ),
         )
@@ -142,17 +144,28 @@ fn show(ms: f64) -> String {
     let abs = ms.abs();
     let sign = if ms < 0.0 && (abs * 1000.0).round() >= 1.0 { "-" } else { "" };
     if abs.is_infinite() {
-        format!("{sign}Infinity")
+        text!(sign, "Infinity")
     } else if abs >= 1e15 {
-        format!("{sign}more than 10^15")
+        text!(sign, "more than 10^15")
     } else {
         let thousandths = (abs * 1000.0).round() as u64;
         let (whole, fraction) = (thousandths / 1000, thousandths % 1000);
         if fraction == 0 {
-            format!("{sign}{whole}")
+            text!(sign, whole)
         } else {
-            let digits = format!("{fraction:03}");
-            format!("{sign}{whole}.{}", digits.trim_end_matches('0'))
+            // Three digits with their leading zeros, less the trailing ones.
+            let zeros = if fraction < 10 {
+                "00"
+            } else if fraction < 100 {
+                "0"
+            } else {
+                ""
+            };
+            let mut digits = fraction;
+            while digits % 10 == 0 {
+                digits /= 10;
+            }
+            text!(sign, whole, ".", zeros, digits)
         }
     }
 }
@@ -161,8 +174,8 @@ fn show(ms: f64) -> String {
 pub(crate) fn quote(text: &str) -> String {
     const LIMIT: usize = 40;
     match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("'{}…' ({} characters)", &text[..end], text.chars().count()),
-        None => format!("'{text}'"),
+        Some((end, _)) => text!("'", &text[..end], "…' (", text.chars().count(), " characters)"),
+        None => text!("'", text, "'"),
     }
 }
 
@@ -241,6 +254,9 @@ mod tests {
         assert_eq!(show(-5.0), "-5");
         assert_eq!(show(2.5), "2.5");
         assert_eq!(show(0.125), "0.125");
+        assert_eq!(show(3.05), "3.05");
+        assert_eq!(show(-0.007), "-0.007");
+        assert_eq!(show(10.02), "10.02");
         assert_eq!(show(1e300), "more than 10^15");
         assert_eq!(show(f64::NEG_INFINITY), "-Infinity");
     }

@@ -1,6 +1,7 @@
 //! The one error type of the engine. Every binding maps it to JavaScript once, keyed on
 //! [`LockError::code`].
 
+use crate::text::text;
 use std::fmt;
 
 /// Which store method an error or an event concerns.
@@ -126,24 +127,33 @@ impl LockError {
     }
 }
 
-impl fmt::Display for LockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl LockError {
+    /// The message a user sees: what [`Display`](fmt::Display) shows.
+    pub fn message(&self) -> String {
         match self {
-            LockError::NotAcquired { key } => write!(f, "lock '{key}' is held by another owner"),
-            LockError::Lost { key } => write!(f, "lease on lock '{key}' was lost while the callback ran"),
+            LockError::NotAcquired { key } => text!("lock '", key, "' is held by another owner"),
+            LockError::Lost { key } => text!("lease on lock '", key, "' was lost while the callback ran"),
             LockError::StoreFailed { key, method, failure } => {
                 let method = method.name();
                 match failure {
-                    StoreFailure::Threw(_) => write!(f, "lock store failed on {method}('{key}')"),
+                    StoreFailure::Threw(_) => text!("lock store failed on ", method, "('", key, "')"),
                     StoreFailure::TimedOut { after_ms } => {
-                        write!(f, "lock store did not answer {method}('{key}') within {after_ms} ms")
+                        text!("lock store did not answer ", method, "('", key, "') within ", after_ms, " ms")
                     }
-                    StoreFailure::BadAnswer(what) => write!(f, "lock store answered {method}('{key}') badly: {what}"),
+                    StoreFailure::BadAnswer(what) => {
+                        text!("lock store answered ", method, "('", key, "') badly: ", what)
+                    }
                 }
             }
-            LockError::Cancelled => f.write_str("the operation was aborted"),
-            LockError::InvalidArgument(arg) => f.write_str(&arg.message),
+            LockError::Cancelled => "the operation was aborted".into(),
+            LockError::InvalidArgument(arg) => arg.message.clone(),
         }
+    }
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
     }
 }
 

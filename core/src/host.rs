@@ -5,6 +5,7 @@
 use crate::duration;
 use crate::engine::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
+use crate::text::text;
 use crate::types::{Answer, Effect, Event, HostTimer, LockSpec, Outcome, StoreRef, Wake};
 use crate::Millis;
 
@@ -134,7 +135,7 @@ pub fn store_ref(kind: u32, store: u32) -> Result<StoreRef, LockError> {
         store_kind::POLLED => StoreRef::External { id: store, wake: Wake::Poll },
         store_kind::ANNOUNCING => StoreRef::External { id: store, wake: Wake::Announce },
         store_kind::GRANTING => StoreRef::External { id: store, wake: Wake::Grant },
-        other => return Err(ArgError::type_error("store", format!("store kind {other} is unknown")).into()),
+        other => return Err(ArgError::type_error("store", text!("store kind ", other, " is unknown")).into()),
     })
 }
 
@@ -247,7 +248,7 @@ pub fn duration_arg(ms: Option<f64>, text: Option<&str>, arg: &str, infinite_ok:
         (Some(ms), _) if ms == f64::INFINITY && infinite_ok => return Ok(-1.0),
         (Some(ms), _) => duration::from_millis(ms, arg)?,
         (None, Some(text)) => duration::parse(text, arg)?,
-        (None, None) => return Err(ArgError::type_error(arg, format!("{arg} must be a number or a string")).into()),
+        (None, None) => return Err(ArgError::type_error(arg, text!(arg, " must be a number or a string")).into()),
     };
     Ok(millis as f64)
 }
@@ -370,7 +371,7 @@ fn error_code(err: &LockError) -> f64 {
 fn failure_message(failure: &StoreFailure) -> Option<String> {
     match failure {
         StoreFailure::Threw(_) => None,
-        StoreFailure::TimedOut { after_ms } => Some(format!("the store did not answer within {after_ms} ms")),
+        StoreFailure::TimedOut { after_ms } => Some(text!("the store did not answer within ", after_ms, " ms")),
         StoreFailure::BadAnswer(what) => Some(what.clone()),
     }
 }
@@ -425,7 +426,7 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                         LockError::StoreFailed { method, failure, .. } => (cause_of(failure), method_code(*method)),
                         _ => (0.0, 0.0),
                     };
-                    let at = text(strings, err.to_string());
+                    let at = text(strings, err.message());
                     text(strings, err.key().unwrap_or_default().to_owned());
                     [kind::SETTLED, exec.into(), 0.0, cause, method, outcome::ERROR, error_code(&err), at]
                 }

@@ -48,6 +48,7 @@ pub mod host;
 mod memory_store;
 mod owner_ids;
 pub mod polling;
+mod text;
 mod timers;
 mod types;
 mod waiters;

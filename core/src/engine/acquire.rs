@@ -6,6 +6,7 @@ use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
 use crate::memory_store::TryAcquire;
 use crate::polling::{renew_after, Backoff};
+use crate::text::text;
 use crate::types::{Effect, Event, Outcome, StoreRef};
 use crate::Millis;
 
@@ -81,9 +82,12 @@ impl Engine {
                 if let StoreRef::External { id, .. } = store {
                     let key = &layer_at(&self.execs, exec, layer).spec.key;
                     if let Err(floor) = self.floors.admit(id, key, token) {
-                        let failure = StoreFailure::BadAnswer(format!(
-                            "fencing token {token} is not larger than {floor}, the last one this process saw for \
-                             this key: the store's tokens went back"
+                        let failure = StoreFailure::BadAnswer(text!(
+                            "fencing token ",
+                            token,
+                            " is not larger than ",
+                            floor,
+                            ", the last one this process saw for this key: the store's tokens went back"
                         ));
                         self.on_try(exec, layer, sent_at, TryResult::Failed(failure));
                         return;

@@ -4,6 +4,7 @@ use super::acquire::TryResult;
 use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
+use crate::text::text;
 use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
 
 impl Engine {
@@ -21,7 +22,7 @@ impl Engine {
             );
         }
         if self.execs.contains_key(&exec) {
-            return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
+            return Err(ArgError::range("exec", text!("execution id ", exec, " is already in use")).into());
         }
         for spec in &locks {
             self.check_spec(spec)?;
@@ -75,10 +76,10 @@ impl Engine {
     pub fn start_defined(&mut self, exec: u32, lock: u32, options: ExecOptions) -> Result<Start, LockError> {
         self.tick();
         if self.execs.contains_key(&exec) {
-            return Err(ArgError::range("exec", format!("execution id {exec} is already in use")).into());
+            return Err(ArgError::range("exec", text!("execution id ", exec, " is already in use")).into());
         }
         let Some(spec) = self.defined.get(lock) else {
-            return Err(ArgError::range("lock", format!("lock {lock} is not defined")).into());
+            return Err(ArgError::range("lock", text!("lock ", lock, " is not defined")).into());
         };
         // A defined lock was checked when it was defined (a memory store is dropped only
         // once nothing uses it, the pipeline of this lock included). The layer of a
@@ -115,7 +116,7 @@ impl Engine {
     pub fn finish(&mut self, exec: u32, ok: bool) -> Result<Finish, LockError> {
         self.tick();
         let now = self.time;
-        let not_running = || LockError::from(ArgError::range("exec", format!("execution {exec} is not running")));
+        let not_running = || LockError::from(ArgError::range("exec", text!("execution ", exec, " is not running")));
         let Some(e) = self.execs.get(&exec) else { return Err(not_running()) };
         // A manual lease lost or lapsed is wound down on its own (see `lose`): a release()
         // that comes meanwhile waits for that settlement.
@@ -250,8 +251,8 @@ impl Engine {
                     Answer::Acquired(Some(token)) => TryResult::Granted(token),
                     Answer::Acquired(None) => TryResult::Held { until: None },
                     Answer::Failed(failure) => TryResult::Failed(failure),
-                    other => TryResult::Failed(StoreFailure::BadAnswer(format!(
-                        "expected an acquire answer, got {}",
+                    other => TryResult::Failed(StoreFailure::BadAnswer(text!(
+                        "expected an acquire answer, got ",
                         other.kind()
                     ))),
                 };
@@ -261,7 +262,7 @@ impl Engine {
                 let result = match answer {
                     Answer::Renewed(ok) => Ok(ok),
                     Answer::Failed(failure) => Err(failure),
-                    other => Err(StoreFailure::BadAnswer(format!("expected a renew answer, got {}", other.kind()))),
+                    other => Err(StoreFailure::BadAnswer(text!("expected a renew answer, got ", other.kind()))),
                 };
                 self.on_renew(exec, layer, req.sent_at, req.ttl, result);
             }

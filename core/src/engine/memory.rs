@@ -5,6 +5,7 @@ use super::Engine;
 use super::DEFAULT_MEMORY_STORE;
 use crate::error::{ArgError, LockError};
 use crate::memory_store::{MemoryStore, TryAcquire};
+use crate::text::text;
 use crate::types::StoreRef;
 use crate::Millis;
 
@@ -41,7 +42,7 @@ impl Engine {
 
     pub(super) fn memory_store(&mut self, id: u32) -> Result<&mut MemoryStore, LockError> {
         self.memory.get_mut(id as usize).ok_or_else(|| {
-            ArgError::type_error("store", format!("store must be a live memory store, got id {id}")).into()
+            ArgError::type_error("store", text!("store must be a live memory store, got id ", id)).into()
         })
     }
 
@@ -116,7 +117,7 @@ impl Engine {
         let reference = StoreRef::Memory(store);
         let queues = &self.queues;
         let mem = self.memory.get(store as usize).ok_or_else(|| {
-            LockError::from(ArgError::type_error("store", format!("store must be a live memory store, got id {store}")))
+            LockError::from(ArgError::type_error("store", text!("store must be a live memory store, got id ", store)))
         })?;
         let held = mem.live_keys(now).count();
         let waited_not_held = queues.keys_of(reference).filter(|key| !mem.is_held(key, now)).count();

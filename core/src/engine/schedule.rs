@@ -6,6 +6,7 @@ use super::Engine;
 use super::MAX_FAKE_TIME;
 use crate::clock::Clock;
 use crate::error::{ArgError, LockError, StoreFailure};
+use crate::text::text;
 use crate::timers::TimerTarget;
 use crate::types::HostTimer;
 use crate::Millis;
@@ -49,7 +50,15 @@ impl Engine {
         if ms > MAX_FAKE_TIME - fake.now() {
             return Err(ArgError::range(
                 "ms",
-                format!("advance({ms}) would move the fake clock past {MAX_FAKE_TIME} ms (it reads {})", fake.now()),
+                text!(
+                    "advance(",
+                    ms,
+                    ") would move the fake clock past ",
+                    MAX_FAKE_TIME,
+                    " ms (it reads ",
+                    fake.now(),
+                    ")"
+                ),
             )
             .into());
         }
