@@ -8,20 +8,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './net.mjs';
+import { killOnExit } from './reaper.mjs';
 
 const HOST = '127.0.0.1';
-
-/** Every member still running, killed on process exit whatever happened. */
-const live = new Set();
-process.on('exit', () => {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
 
 let checked = false;
 /** Throws a clear error when `etcd` is not installed. */
@@ -94,8 +83,7 @@ export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs 
     m.start = () => {
       const child = spawn('etcd', m.args, { stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr.resume();
-      live.add(child);
-      child.on('exit', () => live.delete(child));
+      killOnExit(child);
       m.child = child;
     };
     /** SIGKILL: no goodbye to the other members. */

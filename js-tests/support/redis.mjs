@@ -11,22 +11,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pollUntil } from './async.mjs';
 import { freePort } from './net.mjs';
+import { killOnExit } from './reaper.mjs';
 
 export { freePort };
 
 const HOST = '127.0.0.1';
-
-/** Every child still running, killed on process exit whatever happened. */
-const live = new Set();
-process.on('exit', () => {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
 
 let checked = false;
 /** Throws a clear error when redis-server or redis-cli is not installed. */
@@ -222,7 +211,7 @@ async function spawnServer(port, dir, extraArgs) {
     ...extraArgs,
   ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
+  killOnExit(child);
   let output = '';
   const collect = (chunk) => {
     output = tail(output + chunk.toString('utf8'), 8000);
@@ -231,7 +220,6 @@ async function spawnServer(port, dir, extraArgs) {
   child.stderr.on('data', collect);
   const exited = new Promise((resolve) => {
     child.on('exit', (code, signal) => {
-      live.delete(child);
       resolve({ code, signal });
     });
   });
