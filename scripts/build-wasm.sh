@@ -75,10 +75,17 @@ else
   # reads them. --flatten --rereloop before -Oz lets it restructure Rust's control flow
   # more compactly. The two flags after --converge state what holds here: the module
   # defines its own memory, which starts zeroed, and Rust's stack comes first and grows
-  # down toward 0, so only an overflowing stack would reach the lowest 1 KiB.
+  # down toward 0, so only an overflowing stack would reach the lowest 1 KiB. Functions
+  # sorted by name sit next to their kin (one generic's instances, one module's
+  # functions), which gzip compresses better; the import and export names are shortened,
+  # and the glues follow (scripts/wasm-short-names.mjs).
   npx --no-install wasm-opt --flatten --rereloop -Oz -Oz --converge \
-    --low-memory-unused --zero-filled-memory \
-    --strip-producers --strip-target-features "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/leasehold_wasm_bg.wasm"
+    --low-memory-unused --zero-filled-memory --reorder-functions-by-name \
+    --minify-imports-and-exports-and-modules \
+    --strip-producers --strip-target-features "$tmp/web/leasehold_wasm_bg.wasm" -o "$tmp/leasehold_wasm_bg.wasm" \
+    >"$tmp/names.json"
+  node scripts/wasm-short-names.mjs "$tmp/leasehold_wasm_bg.wasm" "$tmp/names.json" \
+    "$tmp/node/leasehold_wasm.js" "$tmp/web/leasehold_wasm.js"
   # .cjs and .mjs say what each glue is, whatever the nearest package.json's "type".
   mv "$tmp/node/leasehold_wasm.js" "$tmp/leasehold_wasm.cjs"
   mv "$tmp/web/leasehold_wasm.js" "$tmp/leasehold_wasm.mjs"
