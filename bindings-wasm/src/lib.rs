@@ -12,7 +12,6 @@
 //! `takePanic()`. The process lives; the engine instance that panicked is unusable
 //! afterwards (every later call on it throws).
 
-use js_sys::Reflect;
 use leasehold_core::host;
 use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis};
 use wasm_bindgen::prelude::*;
@@ -22,15 +21,26 @@ extern "C" {
     /// `performance.now()`: monotonic milliseconds, in Node, browsers, workerd, Deno and Bun.
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+
+    /// JavaScript's `Error`, declared here rather than taken from js-sys: these two calls
+    /// are all the module needs of it, and js-sys would bring code of its own.
+    #[wasm_bindgen(js_name = Error)]
+    type JsError;
+
+    #[wasm_bindgen(constructor, js_class = "Error")]
+    fn new(message: &str) -> JsError;
+
+    /// `error.code = code`.
+    #[wasm_bindgen(method, structural, setter = code)]
+    fn set_code(this: &JsError, code: &str);
 }
 
 /// The one place where core errors become JavaScript errors: an `Error` whose `code` is
 /// [`LockError::code`]. The package's JS entry turns the code into the right class
 /// (`TypeError`, `RangeError`, …).
 fn to_js_error(err: LockError) -> JsValue {
-    let error = js_sys::Error::new(&err.message());
-    // Setting a property on a fresh Error cannot fail.
-    let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(err.code()));
+    let error = JsError::new(&err.message());
+    error.set_code(err.code());
     error.into()
 }
 
