@@ -52,7 +52,8 @@ flock 9
 # The `wasm` profile (Cargo.toml): every crate optimised for size.
 cargo build --profile wasm --target wasm32-unknown-unknown -p leasehold-wasm --quiet
 
-stamp="$(sha256sum "$RAW" | cut -d' ' -f1) wasm-bindgen=$wb_have $(sha256sum "$0" | cut -d' ' -f1)"
+# The module is rebuilt when the cargo output, the CLI or this build's scripts change.
+stamp="$(sha256sum "$RAW" | cut -d' ' -f1) wasm-bindgen=$wb_have $(cat "$0" scripts/wasm-short-names.mjs | sha256sum | cut -d' ' -f1)"
 outputs=("$OUT/leasehold_wasm.cjs" "$OUT/leasehold_wasm.mjs" "$OUT/leasehold_wasm_bg.wasm")
 up_to_date=1
 [ -f "$WORK/stamp" ] && [ "$(cat "$WORK/stamp")" = "$stamp" ] || up_to_date=0
