@@ -254,6 +254,13 @@ impl Engine {
         }
     }
 
+    /// Answers `count` pending `extend()` calls of `exec` with `ok`, one effect each.
+    fn answer_extends(&mut self, exec: u32, ok: bool, count: u32) {
+        for _ in 0..count {
+            self.effects.push_back(Effect::Extended { exec, ok });
+        }
+    }
+
     /// Lock `layer` of `exec`, if the execution is live.
     fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
         self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)

@@ -94,7 +94,7 @@ impl Engine {
                 self.event(exec, layer, Event::RenewalFailed { failure });
             }
         }
-        self.effects.extend((0..extended).map(|_| Effect::Extended { exec, ok }));
+        self.answer_extends(exec, ok, extended);
         // "Not yours": lost, after the pending extends are answered (`lose` winds a manual
         // lease down, and its handle then no longer listens for them).
         if refused {
@@ -150,7 +150,7 @@ impl Engine {
         if let Some((request, _, _)) = in_flight {
             self.abandon(request);
         }
-        self.effects.extend((0..extend_pending).map(|_| Effect::Extended { exec, ok: false }));
+        self.answer_extends(exec, false, extend_pending);
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
@@ -166,9 +166,13 @@ impl Engine {
             // answers false. One granted and over before the host took the grant (a tiny
             // ttl, a busy host) was never held by anyone: it is not acquired.
             Phase::Running if manual => {
-                let unseen = self.effects.iter().position(|e| matches!(e, Effect::Run { exec: x } if *x == exec));
-                if let Some(run) = unseen {
-                    self.effects.remove(run);
+                let mut unseen = false;
+                self.effects.retain(|e| {
+                    let run = !unseen && matches!(e, Effect::Run { exec: x } if *x == exec);
+                    unseen |= run;
+                    !run
+                });
+                if unseen {
                     self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
                 } else {
                     // Only an auto-renewed lease is lost to its holder (its signal aborts);
