@@ -131,12 +131,12 @@ impl Engine {
         // (A manual lease's release() after a lapse answers false without this: its
         // release finds the lease lapsed.)
         if !e.options.manual {
-            let lapsed: Vec<u32> = (e.layers.iter().enumerate())
-                .filter(|(_, l)| matches!(&l.state, LayerState::Held(h) if h.expires_at <= now))
-                .map(|(i, _)| i as u32)
-                .collect();
-            for layer in lapsed {
-                self.lose(exec, layer, false);
+            // Losing one lock leaves the others' states as they are.
+            for layer in 0..e.layers.len() as u32 {
+                let held = self.layer_mut(exec, layer).map(|l| &l.state);
+                if matches!(held, Some(LayerState::Held(h)) if h.expires_at <= now) {
+                    self.lose(exec, layer, false);
+                }
             }
         }
         let outcome = {

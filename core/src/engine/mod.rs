@@ -261,6 +261,20 @@ impl Engine {
         }
     }
 
+    /// Takes `exec`'s pending `run` effect out of the queue, the others keeping their
+    /// order; whether there was one.
+    fn take_back_run(&mut self, exec: u32) -> bool {
+        let mut found = false;
+        for _ in 0..self.effects.len() {
+            let Some(effect) = self.effects.pop_front() else { break };
+            match effect {
+                Effect::Run { exec: e } if e == exec && !found => found = true,
+                effect => self.effects.push_back(effect),
+            }
+        }
+        found
+    }
+
     /// Lock `layer` of `exec`, if the execution is live.
     fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
         self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)

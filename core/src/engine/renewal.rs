@@ -66,19 +66,19 @@ impl Engine {
         h.in_flight = None;
         // Lapsed before the answer came, or renewed to a lease (a shorter extend) that
         // ran out before it came: lost, by the holder's clock.
-        if now >= h.expires_at || (result == Ok(true) && now >= sent_at.saturating_add(ttl)) {
+        if now >= h.expires_at || (matches!(result, Ok(true)) && now >= sent_at.saturating_add(ttl)) {
             self.lose(exec, layer, false);
             return;
         }
         // An extend asked for another ttl while this renewal was in flight: ask again.
-        if result == Ok(true) && h.extend_pending > 0 && ttl != wanted_ttl {
+        if matches!(result, Ok(true)) && h.extend_pending > 0 && ttl != wanted_ttl {
             h.expires_at = sent_at.saturating_add(ttl);
             self.renew(exec, layer);
             return;
         }
         let extended = std::mem::take(&mut h.extend_pending);
-        let ok = result == Ok(true);
-        let refused = result == Ok(false);
+        let ok = matches!(result, Ok(true));
+        let refused = matches!(result, Ok(false));
         match result {
             Ok(true) => {
                 h.expires_at = sent_at.saturating_add(ttl);
@@ -166,13 +166,7 @@ impl Engine {
             // answers false. One granted and over before the host took the grant (a tiny
             // ttl, a busy host) was never held by anyone: it is not acquired.
             Phase::Running if manual => {
-                let mut unseen = false;
-                self.effects.retain(|e| {
-                    let run = !unseen && matches!(e, Effect::Run { exec: x } if *x == exec);
-                    unseen |= run;
-                    !run
-                });
-                if unseen {
+                if self.take_back_run(exec) {
                     self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
                 } else {
                     // Only an auto-renewed lease is lost to its holder (its signal aborts);
