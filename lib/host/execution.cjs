@@ -181,10 +181,21 @@ function defineExecutions(api) {
       this.resolve = undefined;
       this.reject = undefined;
       this.onCallerAbort = undefined;
+      // Set while execute() starts it: a grant then runs the callback from a microtask.
+      this.starting = false;
+      // On the fast path (fast-path.cjs): the Map of fast holders it is in, when it began
+      // (the fast path's clock) and its token.
+      this.fastHeld = undefined;
+      this.since = 0;
+      this.token = undefined;
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
     run(token) {
+      // The callback never starts inside the execute() call that started it.
+      if (this.starting) return this.host.fast.schedule(this, token);
+      // Settled before its turn came (its engine was retired): it never runs.
+      if (this.callback === undefined) return undefined;
       this.running = true;
       if (token === undefined) {
         try {
@@ -204,16 +215,12 @@ function defineExecutions(api) {
       }
       let result;
       let thenable = false;
-      const previous = api.syncContext;
-      api.syncContext = this.context;
       try {
-        result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+        result = runCallback(this.context, this.callback);
         thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
-        api.syncContext = previous;
         return this.finish(false, error);
       }
-      api.syncContext = previous;
       if (thenable) {
         try {
           return (result instanceof Promise ? result : Promise.resolve(result)).then(
@@ -229,6 +236,7 @@ function defineExecutions(api) {
     }
 
     finish(ok, valueOrError) {
+      if (this.fastHeld !== undefined) return this.finishFast(ok, valueOrError);
       const host = this.host;
       this.finished = true;
       // Detached work of this callback now reads an enclosing lock's token, if one is
@@ -279,6 +287,16 @@ function defineExecutions(api) {
       return undefined;
     }
 
+    /** The callback of a fast holder settled: the key is free again, and nothing else was recorded. */
+    finishFast(ok, valueOrError) {
+      this.finished = true;
+      const context = this.context;
+      if (context._outer !== undefined) context._outer = liveContext(context._outer);
+      this.fastHeld.delete(this.keys[0]);
+      this.fastHeld = undefined;
+      this.settle(ok, valueOrError);
+    }
+
     lostError(cause) {
       const key = this.keys[Math.max(0, this.lostLayer)];
       return new LockLostError(key, undefined, { cause });
@@ -326,6 +344,10 @@ function defineExecutions(api) {
     }
 
     done(ok, valueOrError) {
+      if (this.fastHeld !== undefined) {
+        this.fastHeld.delete(this.keys[0]);
+        this.fastHeld = undefined;
+      }
       this.host.execs.delete(this.id);
       this.settle(ok, valueOrError);
     }
@@ -363,6 +385,21 @@ function defineExecutions(api) {
       } catch {
         // Telemetry never breaks a lock.
       }
+    }
+  }
+
+  /**
+   * Runs `callback(context)` as the code under `context`: the ambient context (where the
+   * runtime has AsyncLocalStorage) and `api.syncContext` (while it runs synchronously).
+   * Every callback of an execution starts here.
+   */
+  function runCallback(context, callback) {
+    const previous = api.syncContext;
+    api.syncContext = context;
+    try {
+      return ambient ? ambient.run(context, callback, context) : callback(context);
+    } finally {
+      api.syncContext = previous;
     }
   }
 
