@@ -85,6 +85,20 @@ describe(`the fast path (${engine})`, () => {
     assert.equal(typeof (await done), 'number');
   });
 
+  test('withLock(key, fn) shares one pipeline: it checks each key, waits for a held one, and holds it on the fast path', async () => {
+    await assert.rejects(withLock('', () => 'never'), { name: 'TypeError', message: 'key must be a non-empty string, got ""' });
+    await assert.rejects(withLock('bad\uD800', () => 'never'), TypeError);
+    const release = deferred();
+    const order = [];
+    const first = withLock('fast:shared', () => (order.push('first'), release.promise));
+    const second = withLock('fast:shared', () => order.push('second'));
+    await flush();
+    assert.deepEqual(order, ['first'], 'the second call waits (wait defaults to the ttl)');
+    release.resolve();
+    await Promise.all([first, second]);
+    assert.deepEqual(order, ['first', 'second']);
+  });
+
   test('a free key is granted without an engine record; released, nothing stays', async () => {
     const clock = new FakeTimeProvider();
     const store = new MemoryLockStore({ timeProvider: clock });

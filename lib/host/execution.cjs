@@ -35,14 +35,17 @@ function unrenewed(key, failure) {
  * engine would be left borrowed and unusable for every later lock on its clock.
  */
 const MAX_SYNC_NESTING = 64;
-/** `nested(start)`: runs `start` now, or from a microtask when the stack is deep (one per API). */
+/**
+ * `nested(start, self, a, b)`: runs `start.call(self, a, b)` now, or from a microtask when
+ * the stack is deep (one per API).
+ */
 function createNesting() {
   let nesting = 0;
-  return function nested(start) {
-    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start));
+  return function nested(start, self, a, b) {
+    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start, self, a, b));
     nesting += 1;
     try {
-      return start();
+      return start.call(self, a, b);
     } finally {
       nesting -= 1;
     }
@@ -188,6 +191,8 @@ function defineExecutions(api) {
       this.fastHeld = undefined;
       this.since = 0;
       this.token = undefined;
+      // The next execution whose callback starts in the same microtask (fast-path.cjs).
+      this.nextRun = undefined;
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */

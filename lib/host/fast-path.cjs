@@ -35,8 +35,10 @@ class FastPath {
     this.words = undefined;
     // Per memory store id: key -> the Execution holding it on the fast path.
     this.held = [];
-    // Executions whose callback starts at the next microtask, in order.
-    this.runs = [];
+    // Executions whose callback starts at the next microtask, in order: a list linked
+    // through `nextRun`.
+    this.firstRun = undefined;
+    this.lastRun = undefined;
     this.runQueued = () => this.runAll();
   }
 
@@ -45,10 +47,14 @@ class FastPath {
     return (this.held[store] ??= new Map());
   }
 
-  /** The engine's clock, as the host reads it without a call: whole or fractional ms. */
+  /**
+   * When a fast hold began, for the engine to place its renewals when it takes the hold
+   * over: a fake clock's time. On a real clock a renewal may fall at any instant, so the
+   * engine takes the hold as renewed at the handover, and no clock is read per grant.
+   */
   now() {
     const host = this.host;
-    return host.fake ? host.fakeNow : performance.now();
+    return host.fake ? host.fakeNow : 0;
   }
 
   /**
@@ -81,25 +87,33 @@ class FastPath {
   /** Runs `rec`'s callback with `token` from a microtask: never inside the execute() that started it. */
   schedule(rec, token) {
     rec.token = token;
-    const runs = this.runs;
-    runs.push(rec);
-    if (runs.length === 1) RESOLVED.then(this.runQueued);
+    const last = this.lastRun;
+    this.lastRun = rec;
+    if (last !== undefined) last.nextRun = rec;
+    else {
+      this.firstRun = rec;
+      RESOLVED.then(this.runQueued);
+    }
   }
 
   runAll() {
-    const runs = this.runs;
     // Callbacks run here may start executions, which join this same batch.
-    for (let i = 0; i < runs.length; i++) {
-      const rec = runs[i];
-      runs[i] = undefined;
+    let rec = this.firstRun;
+    while (rec !== undefined) {
+      const next = rec.nextRun;
+      if (next === undefined) this.firstRun = this.lastRun = undefined;
+      else {
+        this.firstRun = next;
+        rec.nextRun = undefined;
+      }
       try {
         rec.run(rec.token);
       } catch (error) {
         // The host failed to run it (the engine failed): the execution fails, the batch goes on.
         rec.fail(error);
       }
+      rec = this.firstRun;
     }
-    runs.length = 0;
   }
 
   /** The engine died: its fast holders are retired like its executions (`EngineHost#die`). */
@@ -142,7 +156,7 @@ class FastPath {
     rec.id = host.newExecId();
     host.execs.set(rec.id, rec);
     const lock = rec.locks[0];
-    const heldFor = this.now() - rec.since;
+    const heldFor = this.host.fake ? this.now() - rec.since : 0;
     host.call(() =>
       host.engine.adopt(rec.id, rec.pipeline.options, lock.id, key, lock.ttlMs, lock.waitMs, rec.token, heldFor),
     );

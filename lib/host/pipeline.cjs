@@ -111,16 +111,35 @@ function definePipelines(api) {
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
     execute(callback, options) {
-      return nested(
-        () =>
-          new Promise((resolve, reject) => {
-            try {
-              this.begin(callback, options, resolve, reject);
-            } catch (error) {
-              reject(error);
-            }
-          }),
-      );
+      return nested(this.started, this, callback, options);
+    }
+
+    /** The promise of an execution begun now. */
+    started(callback, options) {
+      return new Promise((resolve, reject) => {
+        try {
+          this.begin(callback, options, resolve, reject, undefined);
+        } catch (error) {
+          reject(error);
+        }
+      });
+    }
+
+    /** `execute(callback)` on a pipeline of one keyless lock, under `key` (withLock's form). */
+    executeOn(key, callback) {
+      return nested(this.startedOn, this, key, callback);
+    }
+
+    startedOn(key, callback) {
+      return new Promise((resolve, reject) => {
+        try {
+          if (key === '') throw new TypeError('key must be a non-empty string, got ""');
+          checkWellFormed(key, 'key');
+          this.begin(callback, undefined, resolve, reject, key);
+        } catch (error) {
+          reject(error);
+        }
+      });
     }
 
     /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
@@ -131,7 +150,7 @@ function definePipelines(api) {
       );
     }
 
-    begin(callback, options, resolve, reject) {
+    begin(callback, options, resolve, reject, givenKey) {
       if (typeof callback !== 'function') throw new TypeError(`callback must be a function, got ${describe(callback)}`);
       if (options !== undefined) {
         if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -159,7 +178,11 @@ function definePipelines(api) {
       // A pipeline with one fixed key shares one array of keys (read only) between its executions.
       const keys =
         this.fixedKeys ??
-        (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
+        (givenKey !== undefined
+          ? [givenKey]
+          : locks.length === 1
+            ? [resolveKey(locks[0], context)]
+            : locks.map((lock) => resolveKey(lock, context)));
       // A key function may have aborted the signal: its 'abort' event has fired already.
       if (signal?.aborted) throw signal.reason;
       rec.keys = keys;
