@@ -67,15 +67,19 @@ impl FastWords {
 
     /// One more key of `key`'s bucket has an engine record.
     pub(crate) fn mark(&self, store: u32, key: &str) {
-        let word = &self.words[BUSY_FIRST + bucket(store, key)];
-        word.set(word.get() + 1.0);
+        self.add(store, key, 1.0);
     }
 
     /// One key of `key`'s bucket no longer has one.
     pub(crate) fn unmark(&self, store: u32, key: &str) {
+        self.add(store, key, -1.0);
+    }
+
+    #[inline(never)]
+    fn add(&self, store: u32, key: &str, by: f64) {
         let word = &self.words[BUSY_FIRST + bucket(store, key)];
-        debug_assert!(word.get() >= 1.0, "a bucket count went below zero");
-        word.set((word.get() - 1.0).max(0.0));
+        debug_assert!(word.get() + by >= 0.0, "a bucket count went below zero");
+        word.set((word.get() + by).max(0.0));
     }
 
     /// Whether the engine may keep a record of `key` on `store` (its bucket is not 0).
