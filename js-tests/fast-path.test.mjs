@@ -176,6 +176,49 @@ describe(`the fast path (${engine})`, () => {
     }
   });
 
+  test('a pipeline of several locks, or with telemetry, at a fast-held key hands it over first', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const events = [];
+    const withTelemetry = pipelineOn(clock, { key: 'k', store }, { telemetry: (e) => events.push(e.type) });
+    const nested = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'outer', store }).addLock({ key: 'k', store }).build();
+    for (const contender of [withTelemetry, nested]) {
+      const release = deferred();
+      const running = pipelineOn(clock, { key: 'k', store }).execute(() => release.promise);
+      assert.equal(fastHeld(clock, store), 1);
+      await assert.rejects(contender.execute(() => 'never'), LockNotAcquiredError);
+      assert.equal(fastHeld(clock, store), 0, 'handed over');
+      release.resolve();
+      await running;
+      assert.equal(await contender.execute(() => 'free again'), 'free again');
+    }
+    assert.deepEqual(events, ['rejected', 'acquired', 'released']);
+    assert.equal(store.size, 0);
+  });
+
+  test('a key whose bucket holds a key the engine knows takes the engine path, and still works', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const id = storeIdOf(store);
+    // Two keys in one bucket: the busy count is per bucket, not per key.
+    let other;
+    for (let i = 0; other === undefined; i++) if (bucketOf(id, `c${i}`) === bucketOf(id, 'k') && `c${i}` !== 'k') other = `c${i}`;
+    const lease = await acquireLock(store, other, 10_000, { timeProvider: clock });
+    assert.equal(busy(clock, store, 'k'), 1);
+    const release = deferred();
+    const running = pipelineOn(clock, { key: 'k', store }).execute((ctx) => (getLockToken(ctx), release.promise));
+    assert.equal(fastHeld(clock, store), 0, 'not on the fast path: the engine holds it');
+    assert.equal(busy(clock, store, 'k'), 2);
+    await assert.rejects(pipelineOn(clock, { key: 'k', store }).execute(() => 'never'), LockNotAcquiredError);
+    release.resolve();
+    await running;
+    await lease.release();
+    assert.equal(busy(clock, store, 'k'), 0);
+    const again = pipelineOn(clock, { key: 'k', store }).execute(() => 'fast');
+    assert.equal(fastHeld(clock, store), 1, 'the bucket is free again: the fast path');
+    assert.equal(await again, 'fast');
+  });
+
   test('a manual lease on a fast-held key waits for it, then gets a larger token', async () => {
     const clock = new FakeTimeProvider();
     const store = new MemoryLockStore({ timeProvider: clock });
