@@ -26,7 +26,11 @@ function defineWithLock(api) {
   function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
     // `withLock(key, fn)`: one pipeline for every call, the key passed with each.
     if (typeof keyOrOptions === 'string' && typeof fnOrOptions === 'function' && maybeOptions === undefined) {
-      return plainPipeline().executeOn(keyOrOptions, fnOrOptions);
+      try {
+        return plainPipeline().executeOn(keyOrOptions, fnOrOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     }
     if (typeof fnOrOptions === 'function') {
       try {
