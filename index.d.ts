@@ -174,8 +174,9 @@ export interface ResiliencePipelineBuilderOptions {
   /**
    * Whether `getLockToken()` without a context finds the token inside callbacks. Default
    * true. With `false`, read it from the callback's context (`getLockToken(context)`);
-   * `getLockToken()` is `undefined` inside them, and on Node before 24 these executions
-   * never turn on the promise hooks that AsyncLocalStorage needs there.
+   * `getLockToken()` is `undefined` inside them, and these executions never turn on the
+   * promise hooks that AsyncLocalStorage needs on Node 20 and 22 (without
+   * `--experimental-async-context-frame`).
    */
   ambientToken?: boolean;
 }

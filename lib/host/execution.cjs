@@ -55,8 +55,9 @@ function createNesting() {
  * is ambient while it runs: `api.ambient` (an AsyncLocalStorage) carries it across
  * `await`, `api.syncContext` through the synchronous part. Otherwise the callback runs
  * under no ambient context, not even an enclosing lock's, and AsyncLocalStorage is not
- * touched unless an enclosing lock's context is there to hide: before Node 24 its first
- * `run` turns promise hooks on for the whole process.
+ * run unless an enclosing lock's context is there to hide: where it has no
+ * AsyncContextFrame (Node 20, Node 22 without its flag), its first `run` turns promise
+ * hooks on for the whole process.
  */
 function runCallback(api, pipeline, context, callback) {
   const previous = api.syncContext;
@@ -71,7 +72,8 @@ function runCallback(api, pipeline, context, callback) {
   }
   api.syncContext = undefined;
   try {
-    return ambient !== undefined && ambient.getStore() !== undefined ? ambient.run(undefined, callback, context) : callback(context);
+    const enclosing = ambient !== undefined && ambient.getStore() !== undefined;
+    return enclosing ? ambient.run(undefined, callback, context) : callback(context);
   } finally {
     api.syncContext = previous;
   }
