@@ -50,6 +50,36 @@ function createNesting() {
 }
 
 /**
+ * Runs `callback(context)`, the code under `context`'s locks, and returns what it returns
+ * (throws what it throws). Where `pipeline.ambientToken` holds (the default), the context
+ * is ambient while it runs: `api.ambient` (an AsyncLocalStorage) carries it across
+ * `await`, `api.syncContext` through the synchronous part. Otherwise the callback runs
+ * under no ambient context, not even an enclosing lock's, and AsyncLocalStorage is not
+ * run unless an enclosing lock's context is there to hide: where it has no
+ * AsyncContextFrame (Node 20, Node 22 without its flag), its first `run` turns promise
+ * hooks on for the whole process.
+ */
+function runCallback(api, pipeline, context, callback) {
+  const previous = api.syncContext;
+  const ambient = api.ambient;
+  if (pipeline.ambientToken) {
+    api.syncContext = context;
+    try {
+      return ambient ? ambient.run(context, callback, context) : callback(context);
+    } finally {
+      api.syncContext = previous;
+    }
+  }
+  api.syncContext = undefined;
+  try {
+    const enclosing = ambient !== undefined && ambient.getStore() !== undefined;
+    return enclosing ? ambient.run(undefined, callback, context) : callback(context);
+  } finally {
+    api.syncContext = previous;
+  }
+}
+
+/**
  * The execution classes of one API; `api` is its shared context (lib/host.cjs):
  * `fromEngine`, `ambient` (an AsyncLocalStorage, where the runtime has one) and
  * `syncContext` (the context whose callback runs synchronously right now), which
@@ -204,16 +234,12 @@ function defineExecutions(api) {
       }
       let result;
       let thenable = false;
-      const previous = api.syncContext;
-      api.syncContext = this.context;
       try {
-        result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+        result = runCallback(api, this.pipeline, this.context, this.callback);
         thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
-        api.syncContext = previous;
         return this.finish(false, error);
       }
-      api.syncContext = previous;
       if (thenable) {
         try {
           return (result instanceof Promise ? result : Promise.resolve(result)).then(
@@ -366,7 +392,10 @@ function defineExecutions(api) {
     }
   }
 
-  /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
+  /**
+   * The fencing token of the innermost lock the code runs under; undefined outside any
+   * lock, and inside a callback of a pipeline built with `ambientToken: false`.
+   */
   function getLockToken(context) {
     if (context !== undefined) {
       if (context instanceof ResilienceContext) return context._rec?.finished ? undefined : context._token;
@@ -390,4 +419,4 @@ function defineExecutions(api) {
   return { HostedExecution, ResilienceContext, Execution, getLockToken, liveContext };
 }
 
-module.exports = { defineExecutions, createNesting, unrenewed, LOCK_TOKEN };
+module.exports = { defineExecutions, runCallback, createNesting, unrenewed, LOCK_TOKEN };
