@@ -53,6 +53,36 @@ function createNesting() {
 }
 
 /**
+ * Runs `callback(context)`, the code under `context`'s locks, and returns what it returns
+ * (throws what it throws). Where `pipeline.ambientToken` holds (the default), the context
+ * is ambient while it runs: `api.ambient` (an AsyncLocalStorage) carries it across
+ * `await`, `api.syncContext` through the synchronous part. Otherwise the callback runs
+ * under no ambient context, not even an enclosing lock's, and AsyncLocalStorage is not
+ * run unless an enclosing lock's context is there to hide: where it has no
+ * AsyncContextFrame (Node 20, Node 22 without its flag), its first `run` turns promise
+ * hooks on for the whole process.
+ */
+function runCallback(api, pipeline, context, callback) {
+  const previous = api.syncContext;
+  const ambient = api.ambient;
+  if (pipeline.ambientToken) {
+    api.syncContext = context;
+    try {
+      return ambient ? ambient.run(context, callback, context) : callback(context);
+    } finally {
+      api.syncContext = previous;
+    }
+  }
+  api.syncContext = undefined;
+  try {
+    const enclosing = ambient !== undefined && ambient.getStore() !== undefined;
+    return enclosing ? ambient.run(undefined, callback, context) : callback(context);
+  } finally {
+    api.syncContext = previous;
+  }
+}
+
+/**
  * The execution classes of one API; `api` is its shared context (lib/host.cjs):
  * `fromEngine`, `ambient` (an AsyncLocalStorage, where the runtime has one) and
  * `syncContext` (the context whose callback runs synchronously right now), which
@@ -221,7 +251,7 @@ function defineExecutions(api) {
       let result;
       let thenable = false;
       try {
-        result = runCallback(this.context, this.callback);
+        result = runCallback(api, this.pipeline, this.context, this.callback);
         thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
         return this.finish(false, error);
@@ -394,21 +424,9 @@ function defineExecutions(api) {
   }
 
   /**
-   * Runs `callback(context)` as the code under `context`: the ambient context (where the
-   * runtime has AsyncLocalStorage) and `api.syncContext` (while it runs synchronously).
-   * Every callback of an execution starts here.
+   * The fencing token of the innermost lock the code runs under; undefined outside any
+   * lock, and inside a callback of a pipeline built with `ambientToken: false`.
    */
-  function runCallback(context, callback) {
-    const previous = api.syncContext;
-    api.syncContext = context;
-    try {
-      return ambient ? ambient.run(context, callback, context) : callback(context);
-    } finally {
-      api.syncContext = previous;
-    }
-  }
-
-  /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
   function getLockToken(context) {
     if (context !== undefined) {
       if (context instanceof ResilienceContext) return context._rec?.finished ? undefined : context._token;
@@ -432,4 +450,4 @@ function defineExecutions(api) {
   return { HostedExecution, ResilienceContext, Execution, getLockToken, liveContext };
 }
 
-module.exports = { defineExecutions, createNesting, unrenewed, LOCK_TOKEN };
+module.exports = { defineExecutions, runCallback, createNesting, unrenewed, LOCK_TOKEN };

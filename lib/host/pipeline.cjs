@@ -81,10 +81,12 @@ function definePipelines(api) {
   }
 
   class ResiliencePipeline {
-    constructor(host, locks, telemetry) {
+    constructor(host, locks, telemetry, ambientToken) {
       this.host = host;
       this.locks = locks;
       this.telemetry = telemetry;
+      // Whether callbacks run with their context ambient (runCallback in execution.cjs).
+      this.ambientToken = ambientToken;
       this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
       // A single lock with a fixed key is defined in the engine once, on first use (not
       // at build: workerd forbids the engine's random seed at module load), and then
@@ -257,12 +259,14 @@ function definePipelines(api) {
         throw new TypeError(`builder options must be an object, got ${describe(options)}`);
       }
       checkOptionNames(options, BUILDER_OPTIONS, 'ResiliencePipelineBuilder');
-      const { timeProvider, telemetry } = options;
+      const { timeProvider, telemetry, ambientToken = true } = options;
       this.host = hostOf(timeProvider, 'timeProvider');
       if (telemetry !== undefined && typeof telemetry !== 'function') {
         throw new TypeError(`telemetry must be a function (event) => void, got ${describe(telemetry)}`);
       }
+      if (typeof ambientToken !== 'boolean') throw new TypeError(`ambientToken must be a boolean, got ${describe(ambientToken)}`);
       this.telemetry = telemetry;
+      this.ambientToken = ambientToken;
       this.locks = [];
     }
 
@@ -274,7 +278,7 @@ function definePipelines(api) {
 
     build() {
       if (this.locks.length === 0) throw new TypeError('a pipeline needs at least one addLock() before build()');
-      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry);
+      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry, this.ambientToken);
     }
   }
 
