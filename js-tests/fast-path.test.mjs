@@ -75,6 +75,16 @@ describe(`the fast path (${engine})`, () => {
     }
   });
 
+  test('with ambientToken: false a fast hold runs its callback outside AsyncLocalStorage, token in its context', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const pipeline = pipelineOn(clock, { key: 'k', store }, { ambientToken: false });
+    const seen = await pipeline.execute((ctx) => ({ ambient: getLockToken(), own: getLockToken(ctx), fast: fastHeld(clock, store) }));
+    assert.equal(seen.ambient, undefined);
+    assert.equal(typeof seen.own, 'number');
+    assert.equal(seen.fast, 1);
+  });
+
   test('withLock starts its function after it returned, free key or not', async () => {
     let ran = false;
     const done = withLock('fast:withLock', () => {
