@@ -36,7 +36,7 @@ const storeIdOf = (store) => store[STORE_ID];
 /** The engine's record count for `key`'s bucket on `store`, read from the shared words. */
 function busy(clock, store, key) {
   const host = internals.hostOf(clock);
-  return host.engine.fastWords()[BUSY_FIRST + bucketOf(storeIdOf(store), key)];
+  return host.fast.wordsNow()[BUSY_FIRST + bucketOf(storeIdOf(store), key)];
 }
 
 describe(`the fast path (${engine})`, () => {

@@ -30,8 +30,7 @@ const RESOLVED = Promise.resolve();
 class FastPath {
   constructor(host) {
     this.host = host;
-    // The engine's shared words (a Float64Array), asked for again when a grown wasm
-    // memory has detached them (a detached view reads as length 0).
+    // The engine's shared words (a Float64Array; see `wordsNow`).
     this.words = undefined;
     // Per memory store id: key -> the Execution holding it on the fast path.
     this.held = [];
@@ -71,8 +70,7 @@ class FastPath {
         return false;
       }
     }
-    let words = this.words;
-    if (words === undefined || words.length === 0) words = this.words = this.host.engine.fastWords();
+    const words = this.wordsNow();
     const bucket = lock.bucket >= 0 ? lock.bucket : bucketOf(lock.id, key);
     if (words[BUSY_FIRST + bucket] !== 0) return false;
     const token = words[TOKEN_WORD] + 1;
@@ -82,6 +80,16 @@ class FastPath {
     rec.since = this.now();
     this.schedule(rec, token);
     return true;
+  }
+
+  /**
+   * The engine's shared words, asked for once (napi makes one external buffer of them)
+   * and again only when a grown wasm memory has detached the view.
+   */
+  wordsNow() {
+    const words = this.words;
+    if (words !== undefined && words.length !== 0) return words;
+    return (this.words = this.host.engine.fastWords());
   }
 
   /** Runs `rec`'s callback with `token` from a microtask: never inside the execute() that started it. */
