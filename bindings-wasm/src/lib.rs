@@ -184,6 +184,18 @@ impl WasmEngine {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
     }
 
+    /// The words shared with the host's fast path (`leasehold_core::fast_words`): a
+    /// `Float64Array` view of linear memory, which a growth of the memory detaches (its
+    /// length reads 0 then): the host asks again.
+    #[wasm_bindgen(js_name = fastWords)]
+    #[allow(unsafe_code)]
+    pub fn fast_words(&self) -> js_sys::Float64Array {
+        let words = self.inner.fast_words();
+        // SAFETY: the engine keeps the words, at this address, for as long as it lives;
+        // the view is read and written only between calls into the module.
+        unsafe { js_sys::Float64Array::view(std::slice::from_raw_parts(words.as_ptr(), words.len())) }
+    }
+
     /// Panics on purpose, so tests can prove a panic becomes an Error.
     #[wasm_bindgen(js_name = panicForTests)]
     pub fn panic_for_tests(&self) {

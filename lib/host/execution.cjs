@@ -35,14 +35,17 @@ function unrenewed(key, failure) {
  * engine would be left borrowed and unusable for every later lock on its clock.
  */
 const MAX_SYNC_NESTING = 64;
-/** `nested(start)`: runs `start` now, or from a microtask when the stack is deep (one per API). */
+/**
+ * `nested(start, self, a, b)`: runs `start.call(self, a, b)` now, or from a microtask when
+ * the stack is deep (one per API).
+ */
 function createNesting() {
   let nesting = 0;
-  return function nested(start) {
-    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start));
+  return function nested(start, self, a, b) {
+    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start, self, a, b));
     nesting += 1;
     try {
-      return start();
+      return start.call(self, a, b);
     } finally {
       nesting -= 1;
     }
@@ -211,10 +214,23 @@ function defineExecutions(api) {
       this.resolve = undefined;
       this.reject = undefined;
       this.onCallerAbort = undefined;
+      // Set while execute() starts it: a grant then runs the callback from a microtask.
+      this.starting = false;
+      // On the fast path (fast-path.cjs): the Map of fast holders it is in, when it began
+      // (the fast path's clock) and its token.
+      this.fastHeld = undefined;
+      this.since = 0;
+      this.token = undefined;
+      // The next execution whose callback starts in the same microtask (fast-path.cjs).
+      this.nextRun = undefined;
     }
 
     /** Every lock is held: run the callback under its token; resolve via `finish`. */
     run(token) {
+      // The callback never starts inside the execute() call that started it.
+      if (this.starting) return this.host.fast.schedule(this, token);
+      // Settled before its turn came (its engine was retired): it never runs.
+      if (this.callback === undefined) return undefined;
       this.running = true;
       if (token === undefined) {
         try {
@@ -255,6 +271,7 @@ function defineExecutions(api) {
     }
 
     finish(ok, valueOrError) {
+      if (this.fastHeld !== undefined) return this.finishFast(ok, valueOrError);
       const host = this.host;
       this.finished = true;
       // Detached work of this callback now reads an enclosing lock's token, if one is
@@ -305,6 +322,16 @@ function defineExecutions(api) {
       return undefined;
     }
 
+    /** The callback of a fast holder settled: the key is free again, and nothing else was recorded. */
+    finishFast(ok, valueOrError) {
+      this.finished = true;
+      const context = this.context;
+      if (context._outer !== undefined) context._outer = liveContext(context._outer);
+      this.fastHeld.delete(this.keys[0]);
+      this.fastHeld = undefined;
+      this.settle(ok, valueOrError);
+    }
+
     lostError(cause) {
       const key = this.keys[Math.max(0, this.lostLayer)];
       return new LockLostError(key, undefined, { cause });
@@ -352,6 +379,10 @@ function defineExecutions(api) {
     }
 
     done(ok, valueOrError) {
+      if (this.fastHeld !== undefined) {
+        this.fastHeld.delete(this.keys[0]);
+        this.fastHeld = undefined;
+      }
       this.host.execs.delete(this.id);
       this.settle(ok, valueOrError);
     }

@@ -24,6 +24,14 @@ function defineWithLock(api) {
    * defaults to 0, and a key still held resolves `undefined` instead of rejecting.
    */
   function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
+    // `withLock(key, fn)`: one pipeline for every call, the key passed with each.
+    if (typeof keyOrOptions === 'string' && typeof fnOrOptions === 'function' && maybeOptions === undefined) {
+      try {
+        return plainPipeline().executeOn(keyOrOptions, fnOrOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     if (typeof fnOrOptions === 'function') {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
@@ -47,6 +55,17 @@ function defineWithLock(api) {
         return locked.run(() => method.apply(this, args));
       };
     };
+  }
+
+  // The pipeline of `withLock(key, fn)`: the options' defaults, a lock with no key of its own.
+  let plain;
+  function plainPipeline() {
+    if (plain === undefined) {
+      const wait = api.memoryWaitRefused !== undefined ? 0 : DEFAULT_TTL;
+      plain = new ResiliencePipelineBuilder().addLock({ wait }).build();
+      plain.definedLock = -1;
+    }
+    return plain;
   }
 
   /** The pipeline of one withLock call or decorated method, and how it runs a function. */
