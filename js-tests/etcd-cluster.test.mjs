@@ -12,7 +12,7 @@ import { Etcd3 } from 'etcd3';
 import { ResiliencePipelineBuilder, LockLostError, getLockToken } from 'leasehold';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { within } from './support/async.mjs';
+import { pollUntil, within } from './support/async.mjs';
 import { uniqueKey } from './support/keys.mjs';
 
 const unhandled = [];
@@ -55,6 +55,11 @@ function recorder() {
     r.inside -= 1;
   };
   return r;
+}
+
+/** How many holders and waiters have a key under `key` in etcd. */
+async function keysUnder(client, key) {
+  return Number(await client.getAll().prefix(`leasehold/${key}/`).count());
 }
 
 function assertRising(tokens) {
@@ -156,7 +161,9 @@ test('the leader killed while waiters wait: all served, in order, one at a time,
         r.leave();
       }),
     );
-    await sleep(50); // queued one after the other
+    // Queued one after the other: its key is in etcd before the next one tries (a pause
+    // would not do: two stores' tries on two connections may reach etcd in either order).
+    await pollUntil(`waiter ${i} queued`, async () => (await keysUnder(sides[0].client, key)) >= i + 2, { timeoutMs: 10_000, intervalMs: 10 });
   }
   const leader = await c.leader();
   await leader.kill();
