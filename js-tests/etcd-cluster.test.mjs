@@ -87,8 +87,13 @@ test('the leader killed while a lease is held: the holder keeps it, then a revok
   const waiterQueued = new Promise((resolve) => {
     queued = resolve;
   });
+  let began;
+  const holderBegan = new Promise((resolve) => {
+    began = resolve;
+  });
   const holding = holderLock.execute(async ({ signal }) => {
     r.enter();
+    began();
     try {
       await waiterQueued; // a try in flight while the leader dies may wait out etcd's proposal timeout
       const leader = await c.leader();
@@ -116,13 +121,15 @@ test('the leader killed while a lease is held: the holder keeps it, then a revok
       if (!left) r.leave();
     }
   });
-  await sleep(100); // the holder first
+  // The holder first (a pause would not do: a loaded machine can make its first try, a
+  // new connection and a lease grant, slower than the waiter's), then the waiter queued.
+  await within(10_000, 'the holder', Promise.race([holderBegan, holding]));
   const waiting = waiterLock.execute(async () => {
     r.enter();
     await sleep(20);
     r.leave();
   });
-  await sleep(500);
+  await pollUntil('the waiter queued', async () => (await keysUnder(waiterSide.client, key)) >= 2, { timeoutMs: 10_000, intervalMs: 10 });
   queued();
   await assert.rejects(within(20_000, 'the holder', holding), LockLostError);
   await within(20_000, 'the waiter', waiting);
@@ -150,7 +157,7 @@ test('the leader killed while waiters wait: all served, in order, one at a time,
     });
     r.leave();
   });
-  await sleep(200);
+  await pollUntil('the holder holds', () => release !== undefined, { timeoutMs: 10_000, intervalMs: 10 });
   const waiters = [];
   for (let i = 0; i < 6; i++) {
     waiters.push(
