@@ -2,7 +2,8 @@
 // election timeout 500 ms) whose leader is killed (SIGKILL) while a lease is held and
 // while waiters wait: never two holders, tokens strictly increasing in grant order, the
 // holder told of a loss within ttl/3 plus a round trip, waiters served once a new leader
-// is elected. Through the real engine, on both engines (LEASEHOLD_ENGINE).
+// is elected; with a member down, a keep-alive whose stream opened on it is sent again.
+// Through the real engine, on both engines (LEASEHOLD_ENGINE).
 // Run: node --test js-tests/etcd-cluster.test.mjs
 
 import assert from 'node:assert/strict';
@@ -215,4 +216,35 @@ test('tries in flight while the leader dies are answered once a new leader is el
   assertRising(r.tokens);
   // The first holder got its answer well within the ttl (3 s), not after etcd's 5 s request timeout.
   assert.ok(Math.min(...took) < 3_000, `first holder after ${Math.round(Math.min(...took))} ms`);
+});
+
+test('a member down: a waiter handed the lock and asking again gets it, though its keep-alive stream opened on that member', async () => {
+  const c = await cluster();
+  const leader = await c.leader();
+  const down = c.members.find((m) => m !== leader);
+  await down.kill();
+  const key = uniqueKey('member-down');
+  const { store: holderStore } = storeOn(c);
+  const { client, store } = storeOn(c);
+  // The client opens each stream on a host it picks at random, the member that is down
+  // among them: this one's first keep-alive stream is opened there, as it may be.
+  const downClient = new Etcd3({ hosts: [c.endpoints[c.members.indexOf(down)]] });
+  clients.push(downClient);
+  const leaseKeepAlive = client.leaseClient.leaseKeepAlive.bind(client.leaseClient);
+  let streams = 0;
+  client.leaseClient.leaseKeepAlive = (...args) => (++streams === 1 ? downClient.leaseClient.leaseKeepAlive(...args) : leaseKeepAlive(...args));
+  const held = await holderStore.acquire(key, 'holder', 3_000);
+  assert.ok(held);
+  const grants = [];
+  const stop = store.subscribe(key, (grant) => grants.push(grant) > 0);
+  assert.equal(await store.acquire(key, 'waiter', 3_000, { queue: true }), undefined);
+  assert.equal(await holderStore.release(key, 'holder'), true);
+  await pollUntil('the grant', () => grants.length === 1, { timeoutMs: 10_000, intervalMs: 10 });
+  // The engine asks again for a grant too old to count on: one keep-alive, then the lease.
+  const again = await store.acquire(key, 'waiter', 3_000, { queue: true });
+  assert.equal(again?.fencingToken, grants[0].fencingToken);
+  assert.ok(again.fencingToken > held.fencingToken);
+  assert.ok(streams >= 2, 'the keep-alive was sent again on a new stream');
+  stop();
+  assert.equal(await store.release(key, 'waiter'), true);
 });

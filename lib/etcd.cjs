@@ -46,7 +46,9 @@
  * a gRPC deadline and again after a timeout or a lost member, until two thirds of the
  * ttl: a request in flight when the leader dies would otherwise wait out etcd's request
  * timeout (5 s and more). Sending the transaction twice is safe: it reads back the
- * owner's key and takes that key's create revision as the token.
+ * owner's key and takes that key's create revision as the token. A waiter's keep-alives
+ * (and a handed-over lease's) are sent again the same way: the client opens each new
+ * stream on any of its hosts, one whose member is down too.
  *
  * Leases are reused: a released holder's lease (its key deleted) is kept for the next
  * acquire with the same ttl, which refreshes it with a keep-alive sent with its
@@ -277,7 +279,7 @@ class EtcdLockStore {
     }
     // The lock is the owner's already (handed over): counted again from this try.
     const sentAt = performance.now();
-    const ttl = await this.#keepAlives.send(e.lease.id);
+    const ttl = await this.#keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
     if (ttl <= 0) {
       this.#forget(e);
       return this.acquire(e.key, e.owner, ttlMs, { queue });
@@ -420,6 +422,14 @@ class EtcdLockStore {
     }
   }
 
+  /**
+   * One keep-alive of `lease`, sent again until `until` while its stream fails: the
+   * client opens each new stream on any of its hosts, a member that is down included.
+   */
+  #keepAlive(lease, until) {
+    return this.#retried(until, () => this.#keepAlives.send(lease.id));
+  }
+
   /** A gRPC deadline: a slice of the time left before `until`, so that a retry fits. */
   #deadline(until) {
     const left = until - performance.now();
@@ -525,7 +535,7 @@ class EtcdLockStore {
       e.timer = undefined;
       if (e.state !== WAITING) return;
       const sentAt = performance.now();
-      const ttl = await this.#keepAlives.send(e.lease.id).catch(() => undefined);
+      const ttl = await this.#keepAlive(e.lease, sentAt + e.ttlMs / 3).catch(() => undefined);
       if (e.state !== WAITING) return;
       if (ttl === 0) return void this.#forget(e); // its key went with the lease
       if (ttl > 0) e.lease.keptAt = sentAt;
