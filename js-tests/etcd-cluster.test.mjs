@@ -2,7 +2,8 @@
 // election timeout 500 ms) whose leader is killed (SIGKILL) while a lease is held and
 // while waiters wait: never two holders, tokens strictly increasing in grant order, the
 // holder told of a loss within ttl/3 plus a round trip, waiters served once a new leader
-// is elected; with a member down, a keep-alive whose stream opened on it is sent again.
+// is elected; with a member down, a keep-alive whose stream opened on it is sent again;
+// without a majority, an acquire gives up in time and leaves the client's hosts usable.
 // Through the real engine, on both engines (LEASEHOLD_ENGINE).
 // Run: node --test js-tests/etcd-cluster.test.mjs
 
@@ -56,6 +57,13 @@ function recorder() {
     r.inside -= 1;
   };
   return r;
+}
+
+/** `promise`, whose rejection names its cause (a store's error) in its message. */
+function withCause(promise) {
+  return promise.catch((err) => {
+    throw err?.cause === undefined ? err : new Error(`${err.message}: ${err.cause?.name}: ${err.cause?.message}`, { cause: err });
+  });
 }
 
 /** How many holders and waiters have a key under `key` in etcd. */
@@ -210,7 +218,7 @@ test('tries in flight while the leader dies are answered once a new leader is el
       }),
   );
   await leader.kill();
-  const took = await within(20_000, 'every execution', Promise.all(runs));
+  const took = await within(20_000, 'every execution', Promise.all(runs.map(withCause)));
   assert.equal(r.overlaps, 0);
   assert.equal(r.tokens.length, 4);
   assertRising(r.tokens);
@@ -247,4 +255,28 @@ test('a member down: a waiter handed the lock and asking again gets it, though i
   assert.ok(streams >= 2, 'the keep-alive was sent again on a new stream');
   stop();
   assert.equal(await store.release(key, 'waiter'), true);
+});
+
+test('no majority: an acquire gives up within its ttl, and leaves the client usable once the majority is back', async () => {
+  const c = await cluster();
+  const { client, store } = storeOn(c);
+  await client.put('probe').value('1');
+  const leader = await c.leader();
+  const paused = c.members.filter((m) => m !== leader);
+  for (const m of paused) m.pause(); // the leader can commit nothing
+  let resumed = false;
+  try {
+    const started = performance.now();
+    await assert.rejects(within(10_000, 'the acquire', store.acquire(uniqueKey('no-majority'), 'owner', 3_000)));
+    const took = performance.now() - started;
+    assert.ok(took < 3_000, `gave up after ${Math.round(took)} ms`);
+    for (const m of paused) m.resume();
+    resumed = true;
+    await c.healthy();
+    // Its tries, each given a slice of the time left, did not trip the client's circuit
+    // breakers (3 failures in a row close a host to every call for 5 s).
+    assert.equal(await within(5_000, 'a read', client.get('probe').string()), '1');
+  } finally {
+    if (!resumed) for (const m of paused) m.resume();
+  }
 });

@@ -203,7 +203,7 @@ class EtcdLockStore {
               success: [put],
               failure: [firstRange(prefix, end), mine],
             },
-        { deadline: this.#deadline(sentAt + (2 * ttlMs) / 3) },
+        this.#callOptions(sentAt + (2 * ttlMs) / 3),
       ));
       if (refreshed !== undefined) {
         // The keep-alive is sent again if its stream failed (a member gone): from later
@@ -430,10 +430,20 @@ class EtcdLockStore {
     return this.#retried(until, () => this.#keepAlives.send(lease.id));
   }
 
-  /** A gRPC deadline: a slice of the time left before `until`, so that a retry fits. */
-  #deadline(until) {
-    const left = until - performance.now();
-    return Date.now() + Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+  /**
+   * gRPC call options whose deadline is a slice of the time left before `until`, so that
+   * a retry fits. Read again by each attempt: the client sends a failed call again to its
+   * next host with the same options, and a deadline already past would fail those at
+   * once, each counted by that host's circuit breaker (3 in a row close the host to every
+   * call of the client for 5 s: a whole cluster, after one election).
+   */
+  #callOptions(until) {
+    return {
+      get deadline() {
+        const left = until - performance.now();
+        return Date.now() + Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+      },
+    };
   }
 
   // ---- leases ----------------------------------------------------------------------
@@ -452,7 +462,7 @@ class EtcdLockStore {
     }
     const sentAt = performance.now();
     const until = sentAt + (2 * ttlMs) / 3;
-    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, { deadline: this.#deadline(until) }));
+    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, this.#callOptions(until)));
     if (reply.error) throw new Error(`EtcdLockStore: etcd refused a lease of ${seconds} s: ${reply.error}`);
     return { id: String(reply.ID), seconds, granted: Number(reply.TTL), keptAt: sentAt, fresh: true };
   }
