@@ -440,8 +440,11 @@ class EtcdLockStore {
   #callOptions(until) {
     return {
       get deadline() {
-        const left = until - performance.now();
-        return Date.now() + Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+        const now = performance.now();
+        const left = until - now;
+        const slice = Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+        // Never later than one slice past `until`: the engine gives up on a try at its ttl.
+        return Date.now() + Math.min(slice, until + MIN_SLICE_MS - now);
       },
     };
   }
