@@ -60,15 +60,23 @@ function createNesting() {
  * under no ambient context, not even an enclosing lock's, and AsyncLocalStorage is not
  * run unless an enclosing lock's context is there to hide: where it has no
  * AsyncContextFrame (Node 20, Node 22 without its flag), its first `run` turns promise
- * hooks on for the whole process.
+ * hooks on for the whole process. `ownJob`: this is a promise job made for this callback
+ * alone, where execute() was called (the fast path's, `FastPath#schedule`).
  */
-function runCallback(api, pipeline, context, callback) {
+function runCallback(api, pipeline, context, callback, ownJob) {
   const previous = api.syncContext;
   const ambient = api.ambient;
   if (pipeline.ambientToken) {
     api.syncContext = context;
     try {
-      return ambient ? ambient.run(context, callback, context) : callback(context);
+      if (ambient === undefined) return callback(context);
+      // In a promise job of its own, on AsyncContextFrame, the context is entered and
+      // not left: the job's end leaves it, and leaving costs a second frame.
+      if (ownJob && api.enterInJob) {
+        ambient.enterWith(context);
+        return callback(context);
+      }
+      return ambient.run(context, callback, context);
     } finally {
       api.syncContext = previous;
     }
@@ -79,6 +87,15 @@ function runCallback(api, pipeline, context, callback) {
     return enclosing ? ambient.run(undefined, callback, context) : callback(context);
   } finally {
     api.syncContext = previous;
+  }
+}
+
+/** Runs `rec`'s callback from the promise job made for it; a host failure fails it. */
+function startInJob(rec, token) {
+  try {
+    rec.run(token, true);
+  } catch (error) {
+    rec.fail(error);
   }
 }
 
@@ -221,12 +238,17 @@ function defineExecutions(api) {
       this.fastHeld = undefined;
       this.since = 0;
       this.token = undefined;
-      // The next execution whose callback starts in the same microtask (fast-path.cjs).
-      this.nextRun = undefined;
+      // Its callback is to start from a promise job made for it (`FastPath#schedule`).
+      this.scheduled = false;
+      // Resolves the job `awaitGrant` made, which starts the callback.
+      this.granted = undefined;
     }
 
-    /** Every lock is held: run the callback under its token; resolve via `finish`. */
-    run(token) {
+    /**
+     * Every lock is held: run the callback under its token; resolve via `finish`.
+     * `ownJob`: called from the promise job `FastPath#schedule` made for it.
+     */
+    run(token, ownJob) {
       // The callback never starts inside the execute() call that started it.
       if (this.starting) return this.host.fast.schedule(this, token);
       // Settled before its turn came (its engine was retired): it never runs.
@@ -248,10 +270,22 @@ function defineExecutions(api) {
         this.context.abort(this.callerSignal.reason);
         return this.finish(false, this.callerSignal.reason);
       }
+      // Granted from elsewhere (a release, a store's answer): the callback starts from
+      // the job `awaitGrant` made in execute(), in the caller's async context.
+      const granted = this.granted;
+      if (granted !== undefined) {
+        this.granted = undefined;
+        return granted();
+      }
+      return this.invoke(ownJob);
+    }
+
+    /** Calls the callback (its locks held, its token set); `finish` when it settles. */
+    invoke(ownJob) {
       let result;
       let thenable = false;
       try {
-        result = runCallback(api, this.pipeline, this.context, this.callback);
+        result = runCallback(api, this.pipeline, this.context, this.callback, ownJob);
         thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
         return this.finish(false, error);
@@ -268,6 +302,26 @@ function defineExecutions(api) {
         }
       }
       return this.finish(true, result);
+    }
+
+    /**
+     * Makes, in execute() (so in its caller's async context, which a promise job keeps),
+     * the job that will start the callback once the locks are granted: `run` from a
+     * release or a store's answer only resolves it.
+     */
+    awaitGrant() {
+      new Promise((resolve) => {
+        this.granted = resolve;
+      }).then(() => {
+        // Settled meanwhile (its engine retired), or aborted by its caller: not started.
+        if (this.callback === undefined || this.finished) return undefined;
+        if (this.callerSignal?.aborted) return this.finish(false, this.callerSignal.reason);
+        try {
+          return this.invoke(true);
+        } catch (error) {
+          return this.fail(error);
+        }
+      });
     }
 
     finish(ok, valueOrError) {
@@ -450,4 +504,4 @@ function defineExecutions(api) {
   return { HostedExecution, ResilienceContext, Execution, getLockToken, liveContext };
 }
 
-module.exports = { defineExecutions, runCallback, createNesting, unrenewed, LOCK_TOKEN };
+module.exports = { defineExecutions, runCallback, startInJob, createNesting, unrenewed, LOCK_TOKEN };

@@ -13,6 +13,8 @@
 //     and hands it to waiters as any lease of its own.
 //   - The callback of every execution starts from a microtask, after execute() returned.
 
+const { startInJob } = require('./execution.cjs');
+
 const TOKEN_WORD = 0;
 const BUSY_FIRST = 1;
 const BUCKETS = 1024;
@@ -34,11 +36,6 @@ class FastPath {
     this.words = undefined;
     // Per memory store id: key -> the Execution holding it on the fast path.
     this.held = [];
-    // Executions whose callback starts at the next microtask, in order: a list linked
-    // through `nextRun`.
-    this.firstRun = undefined;
-    this.lastRun = undefined;
-    this.runQueued = () => this.runAll();
   }
 
   /** The fast holders of memory store `store`: a Map the pipelines on it keep. */
@@ -92,36 +89,16 @@ class FastPath {
     return (this.words = this.host.engine.fastWords());
   }
 
-  /** Runs `rec`'s callback with `token` from a microtask: never inside the execute() that started it. */
+  /**
+   * Runs `rec`'s callback with `token` from a promise job of its own, made here, in
+   * execute(): never inside the execute() that started it, and in its caller's async
+   * context (a job runs in the context it was made in; one job for several callbacks
+   * would run them all in the first one's).
+   */
   schedule(rec, token) {
     rec.token = token;
-    const last = this.lastRun;
-    this.lastRun = rec;
-    if (last !== undefined) last.nextRun = rec;
-    else {
-      this.firstRun = rec;
-      RESOLVED.then(this.runQueued);
-    }
-  }
-
-  runAll() {
-    // Callbacks run here may start executions, which join this same batch.
-    let rec = this.firstRun;
-    while (rec !== undefined) {
-      const next = rec.nextRun;
-      if (next === undefined) this.firstRun = this.lastRun = undefined;
-      else {
-        this.firstRun = next;
-        rec.nextRun = undefined;
-      }
-      try {
-        rec.run(rec.token);
-      } catch (error) {
-        // The host failed to run it (the engine failed): the execution fails, the batch goes on.
-        rec.fail(error);
-      }
-      rec = this.firstRun;
-    }
+    rec.scheduled = true;
+    RESOLVED.then(() => startInJob(rec, token));
   }
 
   /** The engine died: its fast holders are retired like its executions (`EngineHost#die`). */

@@ -205,6 +205,9 @@ function definePipelines(api) {
         host.fast.handOverAll(locks, keys);
       }
       this.startInEngine(rec, keys, signal);
+      // Granted later (by a release, a store's answer): the callback starts from a promise
+      // job made here, in this caller's async context, not in the granter's.
+      if (!rec.scheduled && rec.callback !== undefined && ambient !== undefined) rec.awaitGrant();
     }
 
     /** Starts `rec` through the engine, which may grant it at once, call a store, or queue it. */
