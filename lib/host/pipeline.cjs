@@ -18,7 +18,7 @@ const {
 } = require('../protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkStore } = require('./options.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host.cjs), whose
@@ -135,8 +135,7 @@ function definePipelines(api) {
     startedOn(key, callback) {
       return new Promise((resolve, reject) => {
         try {
-          if (key === '') throw new TypeError('key must be a non-empty string, got ""');
-          checkWellFormed(key, 'key');
+          checkKey(key);
           this.begin(callback, undefined, resolve, reject, key);
         } catch (error) {
           reject(error);
