@@ -97,6 +97,28 @@ describe(`fast holds handed over at awkward moments (${engine})`, () => {
     assert.equal(ran, 0, 'no callback starts on a retired engine');
   });
 
+  test("a retired engine's fast holds are told, also when another holder's onLockLost calls the store", async () => {
+    const { clock, store, host } = setup();
+    const release = deferred();
+    const touched = [];
+    // An engine-run holder (telemetry keeps it off the fast path) whose onLockLost asks about 'fast'.
+    const onLockLost = () => touched.push(store.isLocked('fast').catch((error) => error));
+    const engineRun = pipelineOn(clock, { key: 'engine', store, onLockLost }, { telemetry: () => {} }).execute(() => release.promise);
+    let signal;
+    const fast = pipelineOn(clock, { key: 'fast', store }).execute((ctx) => {
+      signal = ctx.signal;
+      return release.promise;
+    });
+    await flush(1);
+    host.die(new Error('forced engine failure'));
+    assert.equal(touched.length, 1, "the engine-run holder's onLockLost ran");
+    assert.equal(signal.aborted, true, 'the fast holder is told its lock is lost');
+    await assert.rejects(engineRun, /forced engine failure/);
+    await assert.rejects(fast, /forced engine failure/);
+    release.resolve();
+    await Promise.all(touched);
+  });
+
   test('a fast hold across a fake-time jump far beyond its ttl is still held, with the renewed ttl', async () => {
     const { clock, store, nothingLeft } = setup();
     const release = deferred();
