@@ -119,6 +119,35 @@ describe(`fast holds handed over at awkward moments (${engine})`, () => {
     await Promise.all(touched);
   });
 
+  test('in fake time a fast hold reads, renews and is lost as an engine-run one, whatever the ttl', async () => {
+    const differences = [];
+    for (const ttl of [1, 2, 3, 10, 3000]) {
+      for (const steps of [[1], [2, 3], [ttl - 1, 1], [3 * ttl + 1]]) {
+        const seen = {};
+        for (const path of ['fast', 'engine']) {
+          const clock = new FakeTimeProvider(1000);
+          const store = new MemoryLockStore({ timeProvider: clock });
+          const release = deferred();
+          let lost = false;
+          // Telemetry keeps an execution off the fast path.
+          const builder = path === 'engine' ? { telemetry: () => {} } : {};
+          const holder = pipelineOn(clock, { key: 'k', store, ttl, onLockLost: () => (lost = true) }, builder).execute(() => release.promise);
+          await flush(1);
+          const ttls = [];
+          for (const step of steps) {
+            clock.advance(step);
+            ttls.push(await store.ttl('k'));
+          }
+          release.resolve();
+          await holder;
+          seen[path] = JSON.stringify({ ttls, lost });
+        }
+        if (seen.fast !== seen.engine) differences.push(`ttl ${ttl}, steps ${steps}: fast ${seen.fast}, engine ${seen.engine}`);
+      }
+    }
+    assert.deepEqual(differences, []);
+  });
+
   test('a fast hold across a fake-time jump far beyond its ttl is still held, with the renewed ttl', async () => {
     const { clock, store, nothingLeft } = setup();
     const release = deferred();

@@ -94,7 +94,9 @@ function definePipelines(api) {
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
       // One lock on a memory store, no telemetry: a free key is granted without the engine.
-      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry;
+      // Not a ttl of 1 ms (or less), whose renewal falls due as the lease lapses: the
+      // engine loses such a lease at once, which a fast hold could not mirror.
+      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && locks[0].ttlMs > 1;
     }
 
     defineLock() {
