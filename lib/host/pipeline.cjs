@@ -134,6 +134,7 @@ function definePipelines(api) {
       return nested(this.startedOn, this, key, callback);
     }
 
+    /** The promise of an execution begun now under `key`. */
     startedOn(key, callback) {
       return new Promise((resolve, reject) => {
         try {
