@@ -206,6 +206,38 @@ describe(`the fast path (${engine})`, () => {
     assert.equal(store.size, 0);
   });
 
+  test('the inner lock of an execution waiting for its outer one is not granted to two holders', async () => {
+    const clock = new FakeTimeProvider();
+    const store = new MemoryLockStore({ timeProvider: clock });
+    const outerHeld = deferred();
+    const outerHolder = pipelineOn(clock, { key: 'outer', store }).execute(() => outerHeld.promise);
+    const nested = new ResiliencePipelineBuilder({ timeProvider: clock })
+      .addLock({ key: 'outer', store, wait: 10_000 })
+      .addLock({ key: 'inner', store, wait: 10_000 })
+      .build();
+    const inside = [];
+    const nestedRun = nested.execute((ctx) => inside.push(['nested', getLockToken(ctx)]));
+    await flush(1);
+    // The nested execution waits for 'outer' in the engine; 'inner' is free meanwhile.
+    const innerHeld = deferred();
+    const innerHolder = pipelineOn(clock, { key: 'inner', store }).execute((ctx) => {
+      inside.push(['holder', getLockToken(ctx)]);
+      return innerHeld.promise;
+    });
+    await flush(1);
+    assert.deepEqual(inside.map(([who]) => who), ['holder']);
+    outerHeld.resolve();
+    await outerHolder;
+    await flush();
+    assert.deepEqual(inside.map(([who]) => who), ['holder'], "the nested execution waits for 'inner' while it is held");
+    innerHeld.resolve();
+    await Promise.all([innerHolder, nestedRun]);
+    assert.deepEqual(inside.map(([who]) => who), ['holder', 'nested']);
+    assert.ok(inside[1][1] > inside[0][1], JSON.stringify(inside));
+    assert.equal(busy(clock, store, 'inner'), 0, 'the inner key is free again: the fast path may take it');
+    assert.equal(await pipelineOn(clock, { key: 'inner', store }).execute(() => fastHeld(clock, store)), 1);
+  });
+
   test('a key whose bucket holds a key the engine knows takes the engine path, and still works', async () => {
     const clock = new FakeTimeProvider();
     const store = new MemoryLockStore({ timeProvider: clock });

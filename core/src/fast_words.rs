@@ -9,10 +9,11 @@
 //!   granted. Both sides take the next token by adding one, so tokens rise strictly per
 //!   key across the engine's grants and the host's.
 //! - words `BUSY_FIRST..`: per bucket of (store, key) ([`bucket`]), how many keys in it
-//!   the engine keeps a record of (a lease not released, lapsed or not, or a queue of
-//!   waiters). The host grants a key on its own only when its bucket reads 0: then the
-//!   engine knows nothing of the key, and nothing it does can touch it. A collision only
-//!   sends an execution the slow way.
+//!   the engine keeps a record of (a lease not released, lapsed or not, a queue of
+//!   waiters, or an inner lock of an execution under way). The host grants a key on
+//!   its own only when its bucket reads 0: then the engine knows nothing of the key,
+//!   and nothing it does can touch it. A collision only sends an execution the slow
+//!   way.
 //!
 //! Only the engine changes the bucket counts; only the host records a fast hold, and it
 //! hands one to the engine ([`Engine::adopt`](crate::Engine::adopt)) before any call

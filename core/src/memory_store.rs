@@ -32,9 +32,11 @@ pub enum TryAcquire {
 /// [`FastWords`], which the host's fast path advances too), so they increase per key
 /// across release and expiry without the store remembering any key it no longer holds.
 /// Every entry not released counts in its bucket of the busy words, from the grant to
-/// its release or sweep: the host grants a key on its own only where none does. Lapsed leases are swept when a new key comes in and either the map has
-/// doubled since the last sweep or every lease known at the last sweep has run out, and
-/// when releases have left half the map released: memory stays within about twice the
+/// its release or sweep: the host grants a key on its own only where none does.
+///
+/// Lapsed leases are swept when a new key comes in and either the map has doubled
+/// since the last sweep or every lease known at the last sweep has run out, and when
+/// releases have left half the map released: memory stays within about twice the
 /// live leases (plus a small constant), however many keys were ever locked, also when
 /// only keys seen before come back after a burst.
 ///

@@ -110,8 +110,13 @@ class FastPath {
     }
   }
 
-  /** Hands the fast holder of `key` on memory store `store`, if any, over to the engine. */
+  /**
+   * Hands the fast holder of `key` on memory store `store`, if any, over to the engine.
+   * Not once the engine is retired: its fast holders are retired with it (`retire`), also
+   * when user code run meanwhile (an onLockLost) calls the store.
+   */
   handOverKey(store, key) {
+    if (this.host.dead) return;
     const held = this.held[store];
     if (held === undefined || held.size === 0) return;
     const holder = held.get(key);

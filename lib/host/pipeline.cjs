@@ -18,7 +18,7 @@ const {
 } = require('../protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkStore } = require('./options.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host.cjs), whose
@@ -94,7 +94,9 @@ function definePipelines(api) {
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
       // One lock on a memory store, no telemetry: a free key is granted without the engine.
-      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry;
+      // Not a ttl of 1 ms (or less), whose renewal falls due as the lease lapses: the
+      // engine loses such a lease at once, which a fast hold could not mirror.
+      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && locks[0].ttlMs > 1;
     }
 
     defineLock() {
@@ -132,11 +134,11 @@ function definePipelines(api) {
       return nested(this.startedOn, this, key, callback);
     }
 
+    /** The promise of an execution begun now under `key`. */
     startedOn(key, callback) {
       return new Promise((resolve, reject) => {
         try {
-          if (key === '') throw new TypeError('key must be a non-empty string, got ""');
-          checkWellFormed(key, 'key');
+          checkKey(key);
           this.begin(callback, undefined, resolve, reject, key);
         } catch (error) {
           reject(error);

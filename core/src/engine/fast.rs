@@ -2,8 +2,8 @@
 //! host (`crate::fast_words`), and the fast holds the host hands over.
 //!
 //! The host grants a memory-store key on its own when the key's bucket of busy words
-//! reads 0 (the engine keeps no record of it), taking its token from the shared token
-//! word. Before any call that could touch that key (another execution on it, a direct
+//! reads 0 (the engine keeps no record of it and no execution under way will acquire
+//! it), taking its token from the shared token word. Before any call that could touch that key (another execution on it, a direct
 //! store call, a manual lease), it hands the hold over with [`Engine::adopt`]: from
 //! then on the hold is an ordinary running execution of the engine, renewed, released
 //! and handed to waiters like any other.
@@ -24,6 +24,23 @@ impl Engine {
     /// the busy count of each bucket of keys.
     pub fn fast_words(&self) -> Rc<FastWords> {
         Rc::clone(&self.words)
+    }
+
+    /// Counts (`reserve`) or stops counting the keys on memory stores of every lock of
+    /// an execution but its outermost, from its start to its end. The engine acquires
+    /// those later, inside a call that names no key (the outer lock's grant, a timer, a
+    /// store's answer), where the host could not hand a fast hold over first: their
+    /// buckets must read busy, so that the host does not grant them meanwhile.
+    pub(super) fn reserve_inner_locks(&self, layers: &[Layer], reserve: bool) {
+        for layer in layers.iter().skip(1) {
+            if let StoreRef::Memory(store) = layer.spec.store {
+                if reserve {
+                    self.words.mark(store, &layer.spec.key);
+                } else {
+                    self.words.unmark(store, &layer.spec.key);
+                }
+            }
+        }
     }
 
     /// Takes over, as running execution `exec`, the lease on `spec` (a memory store's
@@ -128,6 +145,22 @@ mod tests {
         assert!(granted > fast, "the engine's grant ({granted}) comes after the fast one ({fast})");
         assert!(matches!(e.finish(2, true).unwrap(), Finish::Settled(Outcome::Value)));
         assert!(!words.is_busy(0, "k"), "released and no waiter: the fast path may take it");
+    }
+
+    #[test]
+    fn the_inner_locks_of_an_execution_read_busy_from_its_start_to_its_end() {
+        let mut e = Engine::with_fake_clock(0, [7; 32]);
+        let words = e.fast_words();
+        assert!(e.memory_acquire(0, "outer", "someone", 1_000).unwrap().is_some());
+        let locks = vec![lock("outer", 1_000, Some(5_000)), lock("inner", 1_000, Some(5_000))];
+        assert_eq!(e.start(1, locks, RENEW).unwrap(), Start::Pending);
+        assert!(words.is_busy(0, "inner"), "acquired later, in a call that names no key: the host must not grant it");
+        assert!(e.cancel(1));
+        assert!(!words.is_busy(0, "inner"), "the execution ended");
+        let locks = vec![lock("a", 1_000, None), lock("b", 1_000, None)];
+        assert!(matches!(e.start(2, locks, RENEW).unwrap(), Start::Running { .. }));
+        assert!(matches!(e.finish(2, true).unwrap(), Finish::Settled(Outcome::Value)));
+        assert!(!words.is_busy(0, "a") && !words.is_busy(0, "b"), "granted, released: nothing counts");
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! - `release.rs`: winding an execution down, releasing innermost first, settling.
 //! - `schedule.rs`: the per-lock timers, the host's one timer, a fake clock's advance.
 //! - `memory.rs`: the memory stores as a user calls them directly.
-//! - `fast.rs`: the words shared with the host's fast path, and fast holds it hands over.
+//! - `fast.rs`: the words shared with the host's fast path, fast holds it hands over,
+//!   and the inner locks under way that it must leave to the engine.
 //! - `state.rs`: what is kept per execution and per lock.
 
 mod acquire;
