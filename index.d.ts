@@ -171,6 +171,14 @@ export type TelemetryEvent =
 export interface ResiliencePipelineBuilderOptions {
   timeProvider?: FakeTimeProvider;
   telemetry?: (event: TelemetryEvent) => void;
+  /**
+   * Whether `getLockToken()` without a context finds the token inside callbacks. Default
+   * true. With `false`, read it from the callback's context (`getLockToken(context)`);
+   * `getLockToken()` is `undefined` inside them, and these executions never turn on the
+   * promise hooks that AsyncLocalStorage needs on Node 20 and 22 (without
+   * `--experimental-async-context-frame`).
+   */
+  ambientToken?: boolean;
 }
 
 export interface ExecuteOptions {
@@ -226,7 +234,11 @@ export declare class LockStoreError extends Error {
 /** True for `LockNotAcquiredError`: "someone else has it", not a fault. */
 export declare function isRejection(error: unknown): error is LockNotAcquiredError;
 
-/** The fencing token of the innermost lock the code runs under; `undefined` outside any lock. */
+/**
+ * The fencing token of the innermost lock the code runs under; `undefined` outside any
+ * lock. Without `context`, a callback of a pipeline built with `ambientToken: false` runs
+ * under no lock.
+ */
 export declare function getLockToken(context?: ResilienceContext): number | undefined;
 
 /** A lease held by hand (from `acquireLock`). */

@@ -8,7 +8,9 @@
 // `--node=24` runs the whole bench on Node 24 (installed by npm into bench/node24).
 // Scenarios 1-6 are issue 20's; 4b (run with 4) is scenario 4 on a different key every
 // execution; 5b and 5c (run with 5) are scenario 5 with 1 ms of other work between a
-// process's executions, and with 8 concurrent executions in each process.
+// process's executions, and with 8 concurrent executions in each process. Scenario 7
+// (bystander cost) times code that never uses leasehold, in a process where it ran.
+// `--node=22` runs on Node 22 (bench/node22), for scenario 7's AsyncContextFrame flag.
 // Scenarios 4 and 5 also run on etcd (4e, 5e: leasehold against etcd3's own lock()),
 // when `etcd` is installed; `--etcd-only` runs just those.
 //
@@ -175,6 +177,8 @@ S.etcdUncontended = quick ? { count: 200, warmup: 20, ttlMs: 10_000, rounds: 1 }
 S.etcdContended = quick
   ? { processes: 8, perProcess: 20, warmup: 10, contendedWarmup: 5, deadlineMs: 5_000, ttlMs: 10_000, waitMs: 60_000, rounds: 1 }
   : { processes: 8, perProcess: 100, warmup: 50, contendedWarmup: 20, deadlineMs: 8_000, ttlMs: 10_000, waitMs: 60_000, rounds: 3 };
+// 7: a workload that does not use leasehold, in a process where it ran or not.
+S.bystander = quick ? { count: 100_000, warmup: 10_000, rounds: 2 } : { count: 300_000, warmup: 30_000, rounds: 9 };
 // 5b: scenario 5 with 1 ms of other work between a process's executions.
 S.redisThink = { ...S.redisContended, thinkMs: 1, rounds: quick ? 1 : 2 };
 // 5c: scenario 5 with 8 concurrent executions in each process (64 contenders).
@@ -374,6 +378,50 @@ if (wanted(1) && wanted(3) && engines.includes('native')) {
       '(as a single-process benchmark would): leasehold\'s AsyncLocalStorage has by then enabled promise hooks for the whole process (Node 20), ' +
       'and every library after it pays for them. Medians of the per-process rounds above and of the in-process rounds.\n\n' +
       table(['measure', 'library', 'own process', 'after leasehold, same process', 'same / own'], rows),
+  );
+}
+
+// ---- 7. bystander cost --------------------------------------------------------------
+
+if (wanted(7) && engines.includes('native')) {
+  const p = S.bystander;
+  const major = Number(process.versions.node.split('.')[0]);
+  // Node 22 has AsyncContextFrame behind a flag: 'ran, frame' runs with it.
+  const setups = ['none', 'ran', 'opted-out', ...(major === 22 ? ['ran, frame'] : [])];
+  const workloads = ['async-mutex', 'await-loop'];
+  const variants = workloads.flatMap((workload) => setups.map((setup) => `${workload} / ${setup}`));
+  log(`7. bystander cost: ${workloads.join(', ')} × ${setups.join(', ')}, ${p.count} operations, ${roundsOf(p)} rounds`);
+  const r = await interleave(variants, roundsOf(p), (variant) => {
+    const [workload, setup] = variant.split(' / ');
+    const nodeArgs = setup === 'ran, frame' ? ['--experimental-async-context-frame'] : [];
+    return runChild(
+      path.join(BENCH, 'bystander.mjs'),
+      { setup: setup.split(',')[0], workload, params: p },
+      { env: { LEASEHOLD_ENGINE: 'native' }, nodeArgs, timeoutMs: 120_000 },
+    );
+  });
+  const rows = variants.map((variant) => {
+    const workload = variant.split(' / ')[0];
+    const none = `${workload} / none`;
+    return [
+      variant,
+      fmtInt(med(r[variant], 'opsPerSec')),
+      fmtInt(med(r[variant], 'opsPerCpuSec')),
+      r[variant].some((x) => x?.promiseHooks) ? 'on' : 'off',
+      fmtRatio(ratio(r, variant, none, 'opsPerCpuSec')),
+      fmtRatio(ratio(r, variant, none, 'opsPerSec')),
+    ];
+  });
+  sections.push(
+    `### 7. Bystander cost: code that does not use leasehold, in a process where it ran (Node ${major})\n\n` +
+      `Each child times ${fmtInt(p.count)} sequential operations of a workload that never touches leasehold (after ${fmtInt(p.warmup)} of warm-up): ` +
+      "async-mutex's `runExclusive` of an empty async function (its CommonJS build), or an async function awaiting two others. " +
+      'Before it, leasehold (native) was not loaded (none), ran one execution with the default ambient token (ran), or one built with `ambientToken: false` (opted-out)' +
+      (major === 22 ? '; "ran, frame": ran, on Node 22 with `--experimental-async-context-frame`' : '') +
+      '. Promise hooks: on when a new promise carries an async id (AsyncLocalStorage without AsyncContextFrame turns them on for the whole process). ' +
+      'ops per CPU-second: per second of the process\'s own CPU time, which another process\'s load moves less than the wall clock. ' +
+      `× none: the median of per-round ratios to the same workload with nothing loaded. ${roundsOf(p)} rounds.\n\n` +
+      table(['workload / setup', 'ops/s', 'ops per CPU-second', 'promise hooks', '× none (CPU)', '× none (wall)'], rows),
   );
 }
 

@@ -109,11 +109,12 @@ test('eight concurrent requests on one key: no overlap, tokens increase in grant
 });
 
 test('a lease whose request ended without releasing expires; the waiter then takes the key', { skip, timeout: 30_000 }, async () => {
-  const stale = await get('/lease?key=expiring&ttl=300');
+  // Long enough to be seen held by the next request on a loaded machine (300 ms was not).
+  const stale = await get('/lease?key=expiring&ttl=2000');
   assert.ok(Number.isSafeInteger(stale.token));
   const locked = await get('/locked?key=expiring');
   assert.equal(locked.locked, true);
-  assert.ok(locked.ttl > 0 && locked.ttl <= 300, `ttl ${locked.ttl}`);
+  assert.ok(locked.ttl > 0 && locked.ttl <= 2000, `ttl ${locked.ttl}`);
   const next = await get('/run?key=expiring&wait=10s&name=next');
   assert.ok(next.token > stale.token, `${next.token} > ${stale.token}`);
   assert.deepEqual(await get(`/renew?key=expiring&owner=${encodeURIComponent(stale.owner)}`), { renewed: false }, 'the stale owner cannot renew');

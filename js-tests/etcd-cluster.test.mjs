@@ -2,7 +2,9 @@
 // election timeout 500 ms) whose leader is killed (SIGKILL) while a lease is held and
 // while waiters wait: never two holders, tokens strictly increasing in grant order, the
 // holder told of a loss within ttl/3 plus a round trip, waiters served once a new leader
-// is elected. Through the real engine, on both engines (LEASEHOLD_ENGINE).
+// is elected; with a member down, a keep-alive whose stream opened on it is sent again;
+// without a majority, an acquire gives up in time and leaves the client's hosts usable.
+// Through the real engine, on both engines (LEASEHOLD_ENGINE).
 // Run: node --test js-tests/etcd-cluster.test.mjs
 
 import assert from 'node:assert/strict';
@@ -12,7 +14,7 @@ import { Etcd3 } from 'etcd3';
 import { ResiliencePipelineBuilder, LockLostError, getLockToken } from 'leasehold';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { within } from './support/async.mjs';
+import { pollUntil, within } from './support/async.mjs';
 import { uniqueKey } from './support/keys.mjs';
 
 const unhandled = [];
@@ -57,6 +59,18 @@ function recorder() {
   return r;
 }
 
+/** `promise`, whose rejection names its cause (a store's error) in its message. */
+function withCause(promise) {
+  return promise.catch((err) => {
+    throw err?.cause === undefined ? err : new Error(`${err.message}: ${err.cause?.name}: ${err.cause?.message}`, { cause: err });
+  });
+}
+
+/** How many holders and waiters have a key under `key` in etcd. */
+async function keysUnder(client, key) {
+  return Number(await client.getAll().prefix(`leasehold/${key}/`).count());
+}
+
 function assertRising(tokens) {
   for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `token ${i} (${tokens[i]}) > ${tokens[i - 1]}`);
 }
@@ -82,8 +96,13 @@ test('the leader killed while a lease is held: the holder keeps it, then a revok
   const waiterQueued = new Promise((resolve) => {
     queued = resolve;
   });
+  let began;
+  const holderBegan = new Promise((resolve) => {
+    began = resolve;
+  });
   const holding = holderLock.execute(async ({ signal }) => {
     r.enter();
+    began();
     try {
       await waiterQueued; // a try in flight while the leader dies may wait out etcd's proposal timeout
       const leader = await c.leader();
@@ -111,13 +130,15 @@ test('the leader killed while a lease is held: the holder keeps it, then a revok
       if (!left) r.leave();
     }
   });
-  await sleep(100); // the holder first
+  // The holder first (a pause would not do: a loaded machine can make its first try, a
+  // new connection and a lease grant, slower than the waiter's), then the waiter queued.
+  await within(10_000, 'the holder', Promise.race([holderBegan, holding]));
   const waiting = waiterLock.execute(async () => {
     r.enter();
     await sleep(20);
     r.leave();
   });
-  await sleep(500);
+  await pollUntil('the waiter queued', async () => (await keysUnder(waiterSide.client, key)) >= 2, { timeoutMs: 10_000, intervalMs: 10 });
   queued();
   await assert.rejects(within(20_000, 'the holder', holding), LockLostError);
   await within(20_000, 'the waiter', waiting);
@@ -145,7 +166,7 @@ test('the leader killed while waiters wait: all served, in order, one at a time,
     });
     r.leave();
   });
-  await sleep(200);
+  await pollUntil('the holder holds', () => release !== undefined, { timeoutMs: 10_000, intervalMs: 10 });
   const waiters = [];
   for (let i = 0; i < 6; i++) {
     waiters.push(
@@ -156,7 +177,9 @@ test('the leader killed while waiters wait: all served, in order, one at a time,
         r.leave();
       }),
     );
-    await sleep(50); // queued one after the other
+    // Queued one after the other: its key is in etcd before the next one tries (a pause
+    // would not do: two stores' tries on two connections may reach etcd in either order).
+    await pollUntil(`waiter ${i} queued`, async () => (await keysUnder(sides[0].client, key)) >= i + 2, { timeoutMs: 10_000, intervalMs: 10 });
   }
   const leader = await c.leader();
   await leader.kill();
@@ -195,10 +218,65 @@ test('tries in flight while the leader dies are answered once a new leader is el
       }),
   );
   await leader.kill();
-  const took = await within(20_000, 'every execution', Promise.all(runs));
+  const took = await within(20_000, 'every execution', Promise.all(runs.map(withCause)));
   assert.equal(r.overlaps, 0);
   assert.equal(r.tokens.length, 4);
   assertRising(r.tokens);
   // The first holder got its answer well within the ttl (3 s), not after etcd's 5 s request timeout.
   assert.ok(Math.min(...took) < 3_000, `first holder after ${Math.round(Math.min(...took))} ms`);
+});
+
+test('a member down: a waiter handed the lock and asking again gets it, though its keep-alive stream opened on that member', async () => {
+  const c = await cluster();
+  const leader = await c.leader();
+  const down = c.members.find((m) => m !== leader);
+  await down.kill();
+  const key = uniqueKey('member-down');
+  const { store: holderStore } = storeOn(c);
+  const { client, store } = storeOn(c);
+  // The client opens each stream on a host it picks at random, the member that is down
+  // among them: this one's first keep-alive stream is opened there, as it may be.
+  const downClient = new Etcd3({ hosts: [c.endpoints[c.members.indexOf(down)]] });
+  clients.push(downClient);
+  const leaseKeepAlive = client.leaseClient.leaseKeepAlive.bind(client.leaseClient);
+  let streams = 0;
+  client.leaseClient.leaseKeepAlive = (...args) => (++streams === 1 ? downClient.leaseClient.leaseKeepAlive(...args) : leaseKeepAlive(...args));
+  const held = await holderStore.acquire(key, 'holder', 3_000);
+  assert.ok(held);
+  const grants = [];
+  const stop = store.subscribe(key, (grant) => grants.push(grant) > 0);
+  assert.equal(await store.acquire(key, 'waiter', 3_000, { queue: true }), undefined);
+  assert.equal(await holderStore.release(key, 'holder'), true);
+  await pollUntil('the grant', () => grants.length === 1, { timeoutMs: 10_000, intervalMs: 10 });
+  // The engine asks again for a grant too old to count on: one keep-alive, then the lease.
+  const again = await store.acquire(key, 'waiter', 3_000, { queue: true });
+  assert.equal(again?.fencingToken, grants[0].fencingToken);
+  assert.ok(again.fencingToken > held.fencingToken);
+  assert.ok(streams >= 2, 'the keep-alive was sent again on a new stream');
+  stop();
+  assert.equal(await store.release(key, 'waiter'), true);
+});
+
+test('no majority: an acquire gives up within its ttl, and leaves the client usable once the majority is back', async () => {
+  const c = await cluster();
+  const { client, store } = storeOn(c);
+  await client.put('probe').value('1');
+  const leader = await c.leader();
+  const paused = c.members.filter((m) => m !== leader);
+  for (const m of paused) m.pause(); // the leader can commit nothing
+  let resumed = false;
+  try {
+    const started = performance.now();
+    await assert.rejects(within(10_000, 'the acquire', store.acquire(uniqueKey('no-majority'), 'owner', 3_000)));
+    const took = performance.now() - started;
+    assert.ok(took < 3_000, `gave up after ${Math.round(took)} ms`);
+    for (const m of paused) m.resume();
+    resumed = true;
+    await c.healthy();
+    // Its tries, each given a slice of the time left, did not trip the client's circuit
+    // breakers (3 failures in a row close a host to every call for 5 s).
+    assert.equal(await within(5_000, 'a read', client.get('probe').string()), '1');
+  } finally {
+    if (!resumed) for (const m of paused) m.resume();
+  }
 });

@@ -24,7 +24,7 @@ import {
 import { PostgresLockStore } from 'leasehold/postgres';
 import { startPostgres, waitFor } from './support/postgres.mjs';
 import { within } from './support/async.mjs';
-import { startFleetWorker } from './support/fleet.mjs';
+import { FLEET_DONE_MS, FLEET_READY_MS, startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 
@@ -525,11 +525,11 @@ describe('a fleet of processes on one key', () => {
     const workers = [];
     try {
       for (let i = 0; i < WORKERS; i++) workers.push(startWorker(server.url, key, EACH));
-      const ready = await within(20_000, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+      const ready = await within(FLEET_READY_MS, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
       for (const r of ready) assert.equal(r.engine, engine, 'the workers run the same engine');
       const started = performance.now();
       for (const w of workers) w.go();
-      const results = await within(30_000, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+      const results = await within(FLEET_DONE_MS, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
       const wall = performance.now() - started;
       t.diagnostic(
         `fleet wall time ${Math.round(wall)} ms for ${WORKERS * EACH} executions (${(wall / (WORKERS * EACH)).toFixed(2)} ms each); ` +

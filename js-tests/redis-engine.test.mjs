@@ -30,7 +30,7 @@ import {
   unreachableIoredis,
   unreachableNodeRedis,
 } from './support/redis-clients.mjs';
-import { startFleetWorker } from './support/fleet.mjs';
+import { FLEET_DONE_MS, FLEET_READY_MS, startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 import { advance, deferred, flush } from './support/time.mjs';
 
@@ -162,14 +162,14 @@ describe('a fleet of processes on one key', () => {
         for (let i = 0; i < WORKERS; i++) {
           workers.push(startWorker(i % 2 === 0 ? 'ioredis' : 'node-redis', fleetServer.port, key, EACH));
         }
-        const ready = await within(15_000, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+        const ready = await within(FLEET_READY_MS, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
         for (const r of ready) assert.equal(r.engine, engine, 'the workers run the same engine');
         for (let i = 0; i < busy; i++) {
           spinners.push(spawn(process.execPath, ['-e', 'for (const end = Date.now() + 60_000; Date.now() < end; );'], { stdio: 'ignore' }));
         }
         const started = performance.now();
         for (const w of workers) w.go();
-        const results = await within(30_000, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+        const results = await within(FLEET_DONE_MS, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
         const wall = performance.now() - started;
         t.diagnostic(
           `fleet wall time: ${ms(wall)} for ${WORKERS * EACH} executions ` +

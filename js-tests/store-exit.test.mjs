@@ -175,6 +175,34 @@ describe('a waiter whose store client is closed fails with a LockStoreError', ()
   }
 });
 
+// A node-redis cluster client goes on opening its nodes' connections after it is closed
+// while it connects: a store closed while its subscriber connection connects must close
+// those too (left open, they reconnect forever once the servers go, holding the process).
+test("node-redis cluster: a client closed while the store's subscriber connects leaves no connection behind", async () => {
+  const connections = async () => {
+    let n = 0;
+    for (const { port } of cluster.nodes) n += (await call(port, ['CLIENT', 'LIST'])).split('\n').filter(Boolean).length;
+    return n;
+  };
+  const before = await connections();
+  // A waiter opens the store's subscriber connection; its client is closed soon after,
+  // at different moments of that connection's connect().
+  for (const pauseMs of [0, 1, 2, 5, 10, 20, 40]) {
+    const client = await connectNodeRedisCluster(cluster.nodes);
+    const store = new RedisLockStore({ client, prefix: 'exit-connecting' });
+    const key = uniqueKey('connecting');
+    const holder = await acquireLock(store, key, '3s');
+    const waiting = acquireLock(store, key, '3s', { wait: '30s' });
+    waiting.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    await client.close();
+    await assert.rejects(within(5000, 'the waiter to fail', waiting), LockStoreError);
+    await holder.release().catch(() => {});
+    await store.close();
+  }
+  await waitFor('no connection of the stores left', async () => (await connections()) === before, { timeoutMs: 5000 });
+});
+
 // A client closed and then connected again by its owner: the store's subscriber (seen
 // by its grant channel on the server) goes with the client, a new one is opened at the
 // next wait, and goes with the client's next close in turn.

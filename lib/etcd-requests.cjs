@@ -13,11 +13,15 @@ const ASCEND = 1; // RangeRequest.sort_order
 const DESCEND = 2;
 const BY_CREATE = 2; // RangeRequest.sort_target
 
-/** A request that timed out, or whose member went away: it may succeed if sent again. */
+/**
+ * A request that timed out, or whose member went away, or that the client did not send
+ * because each of its hosts failed just before (its circuit breakers, open for a few
+ * seconds): it may succeed if sent again.
+ */
 function isTransient(err) {
   const code = err?.code ?? err?.cause?.code;
   if (code === 4 || code === 14) return true; // DEADLINE_EXCEEDED, UNAVAILABLE
-  return /^GRPC(DeadlineExceeded|Unavailable)Error$/.test(err?.constructor?.name ?? '');
+  return /^(GRPC(DeadlineExceeded|Unavailable)|BrokenCircuit)Error$/.test(err?.constructor?.name ?? '');
 }
 
 function checkText(name, value) {

@@ -46,7 +46,9 @@
  * a gRPC deadline and again after a timeout or a lost member, until two thirds of the
  * ttl: a request in flight when the leader dies would otherwise wait out etcd's request
  * timeout (5 s and more). Sending the transaction twice is safe: it reads back the
- * owner's key and takes that key's create revision as the token.
+ * owner's key and takes that key's create revision as the token. A waiter's keep-alives
+ * (and a handed-over lease's) are sent again the same way: the client opens each new
+ * stream on any of its hosts, one whose member is down too.
  *
  * Leases are reused: a released holder's lease (its key deleted) is kept for the next
  * acquire with the same ttl, which refreshes it with a keep-alive sent with its
@@ -201,7 +203,7 @@ class EtcdLockStore {
               success: [put],
               failure: [firstRange(prefix, end), mine],
             },
-        { deadline: this.#deadline(sentAt + (2 * ttlMs) / 3) },
+        this.#callOptions(sentAt + (2 * ttlMs) / 3),
       ));
       if (refreshed !== undefined) {
         // The keep-alive is sent again if its stream failed (a member gone): from later
@@ -277,7 +279,7 @@ class EtcdLockStore {
     }
     // The lock is the owner's already (handed over): counted again from this try.
     const sentAt = performance.now();
-    const ttl = await this.#keepAlives.send(e.lease.id);
+    const ttl = await this.#keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
     if (ttl <= 0) {
       this.#forget(e);
       return this.acquire(e.key, e.owner, ttlMs, { queue });
@@ -420,10 +422,31 @@ class EtcdLockStore {
     }
   }
 
-  /** A gRPC deadline: a slice of the time left before `until`, so that a retry fits. */
-  #deadline(until) {
-    const left = until - performance.now();
-    return Date.now() + Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+  /**
+   * One keep-alive of `lease`, sent again until `until` while its stream fails: the
+   * client opens each new stream on any of its hosts, a member that is down included.
+   */
+  #keepAlive(lease, until) {
+    return this.#retried(until, () => this.#keepAlives.send(lease.id));
+  }
+
+  /**
+   * gRPC call options whose deadline is a slice of the time left before `until`, so that
+   * a retry fits. Read again by each attempt: the client sends a failed call again to its
+   * next host with the same options, and a deadline already past would fail those at
+   * once, each counted by that host's circuit breaker (3 in a row close the host to every
+   * call of the client for 5 s: a whole cluster, after one election).
+   */
+  #callOptions(until) {
+    return {
+      get deadline() {
+        const now = performance.now();
+        const left = until - now;
+        const slice = Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
+        // Never later than one slice past `until`: the engine gives up on a try at its ttl.
+        return Date.now() + Math.min(slice, until + MIN_SLICE_MS - now);
+      },
+    };
   }
 
   // ---- leases ----------------------------------------------------------------------
@@ -442,7 +465,7 @@ class EtcdLockStore {
     }
     const sentAt = performance.now();
     const until = sentAt + (2 * ttlMs) / 3;
-    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, { deadline: this.#deadline(until) }));
+    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, this.#callOptions(until)));
     if (reply.error) throw new Error(`EtcdLockStore: etcd refused a lease of ${seconds} s: ${reply.error}`);
     return { id: String(reply.ID), seconds, granted: Number(reply.TTL), keptAt: sentAt, fresh: true };
   }
@@ -525,7 +548,7 @@ class EtcdLockStore {
       e.timer = undefined;
       if (e.state !== WAITING) return;
       const sentAt = performance.now();
-      const ttl = await this.#keepAlives.send(e.lease.id).catch(() => undefined);
+      const ttl = await this.#keepAlive(e.lease, sentAt + e.ttlMs / 3).catch(() => undefined);
       if (e.state !== WAITING) return;
       if (ttl === 0) return void this.#forget(e); // its key went with the lease
       if (ttl > 0) e.lease.keptAt = sentAt;

@@ -43,6 +43,9 @@ function createApi(rawBinding, options) {
     binding,
     fromEngine: (error) => fromEngine(error, binding.takePanic),
     ambient: options.AsyncLocalStorage ? new options.AsyncLocalStorage() : undefined,
+    // Whether AsyncLocalStorage sits on AsyncContextFrame (lib/index.cjs): then a callback
+    // in a promise job of its own enters its context without leaving it (`runCallback`).
+    enterInJob: options.enterInJob === true,
     // Without AsyncLocalStorage (browsers), the ambient context is the one whose
     // callback is running synchronously right now (set by Execution#run).
     syncContext: undefined,

@@ -25,8 +25,19 @@ function pickEngine() {
   }
 }
 
+/**
+ * Whether Node runs AsyncLocalStorage on AsyncContextFrame (by default from Node 24; on
+ * Node 22 behind a flag): a store entered in a promise job is then left when the job ends.
+ */
+function hasContextFrame() {
+  if (process.versions.bun !== undefined || typeof globalThis.Deno !== 'undefined') return false;
+  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  if (flags.includes('--no-async-context-frame')) return false;
+  return Number(process.versions.node.split('.')[0]) >= 24 || flags.includes('--experimental-async-context-frame');
+}
+
 const { engine, binding, engineFallbackReason } = pickEngine();
-module.exports = createApi(binding, { engine, engineFallbackReason, AsyncLocalStorage });
+module.exports = createApi(binding, { engine, engineFallbackReason, AsyncLocalStorage, enterInJob: hasContextFrame() });
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {
   checkInitOptions(options);

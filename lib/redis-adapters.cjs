@@ -128,13 +128,26 @@ function nodeRedisAdapter(client) {
       }
       const listener = (message, channel) => onMessage(String(channel), String(message));
       let failed = false;
+      let closed = false;
       const connected = Promise.resolve().then(() => dup.connect());
       connected.catch(() => {
         failed = true;
       });
+      // Forceful: a subscriber has nothing to flush, and a graceful close would wait for
+      // a server that may be gone. v5: destroy(); v4: disconnect().
+      const destroy = async () => {
+        try {
+          if (typeof dup.destroy === 'function') dup.destroy();
+          else if (typeof dup.disconnect === 'function') await dup.disconnect();
+          else if (typeof dup.quit === 'function') await dup.quit();
+        } catch {
+          // already closed, or never connected
+        }
+      };
       return {
         async subscribe(channels) {
           await connected;
+          if (closed) throw new Error('RedisLockStore: the subscriber connection is closed');
           await dup.subscribe(channels, listener);
         },
         async unsubscribe(channels) {
@@ -145,16 +158,12 @@ function nodeRedisAdapter(client) {
         isDead: () => failed && dup.isOpen === false,
         keepAlive,
         async close() {
-          // Forceful: a subscriber has nothing to flush, and a graceful close would
-          // wait for a server that may be gone. v5: destroy(); v4: disconnect().
-          try {
-            if (typeof dup.destroy === 'function') dup.destroy();
-            else if (typeof dup.disconnect === 'function') await dup.disconnect();
-            else if (typeof dup.quit === 'function') await dup.quit();
-          } catch {
-            // already closed, or never connected
-          }
+          closed = true;
+          await destroy();
+          // A cluster's connect() goes on opening its nodes' connections after a
+          // destroy(): they would reconnect forever, holding the process. Closed too.
           await connected.catch(noop);
+          await destroy();
         },
       };
     },

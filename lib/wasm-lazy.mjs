@@ -53,9 +53,12 @@ export function createLazyApi(packageWasm) {
   // Until the engine has loaded, executions (withLock's and settle's too) wait for it;
   // then the pipeline's own `execute` is back, with no cost per call.
   const proto = api.ResiliencePipeline.prototype;
-  const execute = proto.execute;
+  const { execute, executeOn } = proto;
   proto.execute = function executeAfterLoad(callback, options) {
     return ready().then(() => execute.call(this, callback, options));
+  };
+  proto.executeOn = function executeOnAfterLoad(key, callback) {
+    return ready().then(() => executeOn.call(this, key, callback));
   };
   const acquireLock = api.acquireLock;
   api.acquireLock = function acquireLockAfterLoad(store, key, ttl, options) {
@@ -85,6 +88,7 @@ export function createLazyApi(packageWasm) {
     keepPanics();
     loaded = true;
     proto.execute = execute;
+    proto.executeOn = executeOn;
   }
 
   /** The load under way or done; a failed load is tried again on the next call. */

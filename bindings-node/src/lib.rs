@@ -139,6 +139,19 @@ impl NativeEngine {
         host::status_flags(&mut self.inner, &mut self.arm_at)
     }
 
+    /// The words shared with the host's fast path (`leasehold_core::fast_words`): a
+    /// `Float64Array` over the engine's own memory, which never moves. The host asks
+    /// once per engine.
+    #[napi(catch_unwind)]
+    #[allow(unsafe_code)]
+    pub fn fast_words(&self) -> Float64Array {
+        let words = self.inner.fast_words();
+        let (data, len) = (words.as_ptr(), words.len());
+        // SAFETY: the memory lives while `words` does, which the array's finalizer drops;
+        // JavaScript and the engine use it on this one thread, never at once.
+        unsafe { Float64Array::with_external_data(data, len, move |_, _| drop(words)) }
+    }
+
     /// Panics on purpose, so tests can prove a panic becomes an Error.
     #[napi(catch_unwind)]
     pub fn panic_for_tests(&self) {

@@ -33,6 +33,21 @@ extern "C" {
     /// `error.code = code`.
     #[wasm_bindgen(method, structural, setter = code)]
     fn set_code(this: &JsError, code: &str);
+
+    /// The module's `WebAssembly.Memory` ([`wasm_bindgen::memory`]).
+    type WasmMemory;
+
+    /// `memory.buffer`: the memory's current `ArrayBuffer`.
+    #[wasm_bindgen(method, structural, getter)]
+    fn buffer(this: &WasmMemory) -> JsValue;
+
+    /// JavaScript's `Float64Array`.
+    #[wasm_bindgen(js_name = Float64Array)]
+    pub type Float64Array;
+
+    /// `new Float64Array(buffer, byteOffset, length)`: a view, not a copy.
+    #[wasm_bindgen(constructor, js_class = "Float64Array")]
+    fn view(buffer: &JsValue, byte_offset: u32, length: u32) -> Float64Array;
 }
 
 /// The one place where core errors become JavaScript errors: an `Error` whose `code` is
@@ -192,6 +207,19 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = layerOwner)]
     pub fn layer_owner(&self, exec: u32, layer: u32) -> Option<String> {
         self.inner.layer_owner(exec, layer).map(str::to_owned)
+    }
+
+    /// The words shared with the host's fast path (`leasehold_core::fast_words`): a
+    /// `Float64Array` view of linear memory, which a growth of the memory detaches (its
+    /// length reads 0 then): the host asks again. The engine keeps the words, at this
+    /// address, for as long as it lives; the view is read and written only between calls
+    /// into the module.
+    #[wasm_bindgen(js_name = fastWords)]
+    pub fn fast_words(&self) -> Float64Array {
+        let words = self.inner.fast_words();
+        let memory: WasmMemory = wasm_bindgen::memory().unchecked_into();
+        // A wasm32 address is a byte offset into the memory's buffer.
+        Float64Array::view(&memory.buffer(), words.as_ptr() as usize as u32, words.len() as u32)
     }
 
     /// Panics on purpose, so tests can prove a panic becomes an Error.

@@ -149,6 +149,29 @@ macro_rules! binding_surface {
                 Ok($crate::host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
             }
 
+            /// Takes over a memory-store lease the host granted on its fast path
+            /// (`Engine::adopt`) as running execution `exec`; the status flags.
+            #[allow(clippy::too_many_arguments)]
+            adopt => fn adopt(
+                &mut self,
+                exec: u32,
+                options: u32,
+                store: u32,
+                key: String,
+                ttl: f64,
+                wait: f64,
+                token: f64,
+                held_for: f64,
+            ) -> [Result<u32, Thrown>] {
+                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait)
+                    .map_err(to_js_error)?;
+                let held_for = $crate::duration::clock_step(held_for.max(0.0), "heldFor").map_err(|e| to_js_error(e.into()))?;
+                self.inner
+                    .adopt(exec, spec, $crate::host::exec_options(options), token as u64, held_for)
+                    .map_err(to_js_error)?;
+                Ok(self.flags())
+            }
+
             /// Status word; bit 1 set when the execution was still acquiring and is
             /// cancelled.
             cancel => fn cancel(&mut self, exec: u32) -> [u32] {
@@ -271,7 +294,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 31);
+        assert_eq!(rows.len(), 32);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

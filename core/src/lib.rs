@@ -43,6 +43,7 @@ pub mod duration;
 mod engine;
 mod error;
 mod fast_hash;
+pub mod fast_words;
 pub mod fencing;
 pub mod host;
 mod memory_store;

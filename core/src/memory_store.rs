@@ -1,7 +1,10 @@
 //! The in-process lease store: atomic by construction (one thread owns it), fencing
-//! tokens from one store-wide counter, memory bounded by live leases.
+//! tokens from the engine's one counter, memory bounded by live leases.
+
+use std::rc::Rc;
 
 use crate::fast_hash::KeyMap;
+use crate::fast_words::FastWords;
 use crate::Millis;
 
 /// A live or lapsed lease on one key.
@@ -25,11 +28,15 @@ pub enum TryAcquire {
 
 /// Leases of one process, kept in a map from key to lease.
 ///
-/// Fencing tokens come from a single counter for the whole store, so they increase
-/// per key across release and expiry without the store remembering any key it no
-/// longer holds. Lapsed leases are swept when a new key comes in and either the map has
-/// doubled since the last sweep or every lease known at the last sweep has run out, and
-/// when releases have left half the map released: memory stays within about twice the
+/// Fencing tokens come from a single counter for the whole engine (the token word of
+/// [`FastWords`], which the host's fast path advances too), so they increase per key
+/// across release and expiry without the store remembering any key it no longer holds.
+/// Every entry not released counts in its bucket of the busy words, from the grant to
+/// its release or sweep: the host grants a key on its own only where none does.
+///
+/// Lapsed leases are swept when a new key comes in and either the map has doubled
+/// since the last sweep or every lease known at the last sweep has run out, and when
+/// releases have left half the map released: memory stays within about twice the
 /// live leases (plus a small constant), however many keys were ever locked, also when
 /// only keys seen before come back after a burst.
 ///
@@ -38,7 +45,9 @@ pub enum TryAcquire {
 #[derive(Debug)]
 pub struct MemoryStore {
     leases: KeyMap<String, Lease>,
-    last_token: u64,
+    /// This store's id among its engine's memory stores (its busy words are per id).
+    id: u32,
+    words: Rc<FastWords>,
     sweep_at: usize,
     /// The latest expiry granted since the last sweep: once it has passed, every lease
     /// that existed then has lapsed or been renewed, and a sweep is worth its cost.
@@ -51,18 +60,38 @@ pub struct MemoryStore {
 const MIN_SWEEP: usize = 64;
 
 impl Default for MemoryStore {
+    /// A store of its own, with words no host reads.
     fn default() -> Self {
+        MemoryStore::new(0, Rc::default())
+    }
+}
+
+impl Drop for MemoryStore {
+    fn drop(&mut self) {
+        for (key, lease) in &self.leases {
+            if lease.expires_at != RELEASED {
+                self.words.unmark(self.id, key);
+            }
+        }
+    }
+}
+
+/// The expiry of a released entry (a lease always ends after the instant it began).
+const RELEASED: Millis = 0;
+
+impl MemoryStore {
+    /// Memory store `id` of an engine whose shared words are `words`.
+    pub fn new(id: u32, words: Rc<FastWords>) -> Self {
         MemoryStore {
             leases: KeyMap::default(),
-            last_token: 0,
+            id,
+            words,
             sweep_at: MIN_SWEEP,
             sweep_after: 0,
             released_since_sweep: 0,
         }
     }
-}
 
-impl MemoryStore {
     /// Takes the lease on `key` for `owner` until `now + ttl` if no live lease exists.
     pub fn try_acquire(&mut self, key: &str, owner: &str, ttl: Millis, now: Millis) -> TryAcquire {
         let expires_at = now.saturating_add(ttl);
@@ -70,19 +99,45 @@ impl MemoryStore {
             if lease.expires_at > now {
                 return TryAcquire::Held { until: lease.expires_at };
             }
+            if lease.expires_at == RELEASED {
+                self.words.mark(self.id, key);
+            }
             lease.owner.clear();
             lease.owner.push_str(owner);
             lease.expires_at = expires_at;
         } else {
-            let len = self.leases.len();
-            if len >= self.sweep_at || (len >= MIN_SWEEP && now >= self.sweep_after) {
-                self.sweep(now);
-            }
-            self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at });
+            self.insert(key, owner, expires_at, now);
         }
         self.sweep_after = self.sweep_after.max(expires_at);
-        self.last_token += 1;
-        TryAcquire::Acquired(self.last_token)
+        TryAcquire::Acquired(self.words.next_token())
+    }
+
+    /// Records a lease the host granted on its fast path, with the token it took then,
+    /// until `expires_at`. False (and nothing recorded) when the key has a live or lapsed
+    /// lease not released: the host grants only keys the engine keeps no record of.
+    pub fn adopt(&mut self, key: &str, owner: &str, expires_at: Millis, now: Millis) -> bool {
+        if let Some(lease) = self.leases.get_mut(key) {
+            if lease.expires_at != RELEASED {
+                return false;
+            }
+            self.words.mark(self.id, key);
+            lease.owner.clear();
+            lease.owner.push_str(owner);
+            lease.expires_at = expires_at;
+        } else {
+            self.insert(key, owner, expires_at, now);
+        }
+        self.sweep_after = self.sweep_after.max(expires_at);
+        true
+    }
+
+    fn insert(&mut self, key: &str, owner: &str, expires_at: Millis, now: Millis) {
+        let len = self.leases.len();
+        if len >= self.sweep_at || (len >= MIN_SWEEP && now >= self.sweep_after) {
+            self.sweep(now);
+        }
+        self.words.mark(self.id, key);
+        self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at });
     }
 
     /// Pushes `owner`'s live lease on `key` out to `now + ttl`. False when the lease
@@ -106,7 +161,10 @@ impl MemoryStore {
         match self.leases.get_mut(key) {
             Some(lease) if lease.owner == owner => {
                 let was_live = lease.expires_at > now;
-                lease.expires_at = 0;
+                if lease.expires_at != RELEASED {
+                    self.words.unmark(self.id, key);
+                }
+                lease.expires_at = RELEASED;
                 self.released_since_sweep += 1;
                 let len = self.leases.len();
                 if len >= MIN_SWEEP && self.released_since_sweep * 2 >= len {
@@ -139,7 +197,14 @@ impl MemoryStore {
     }
 
     fn sweep(&mut self, now: Millis) {
-        self.leases.retain(|_, lease| lease.expires_at > now);
+        let (id, words) = (self.id, &self.words);
+        self.leases.retain(|key, lease| {
+            let keep = lease.expires_at > now;
+            if !keep && lease.expires_at != RELEASED {
+                words.unmark(id, key);
+            }
+            keep
+        });
         self.sweep_after = self.leases.values().map(|lease| lease.expires_at).max().unwrap_or(now);
         self.leases.shrink_to(self.leases.len() * 2);
         self.sweep_at = (self.leases.len() * 2).max(MIN_SWEEP);
@@ -164,6 +229,25 @@ mod tests {
         assert!(store.release("k", "a", 60));
         assert!(!store.is_held("k", 60));
         assert_eq!(store.try_acquire("k", "b", 100, 60), TryAcquire::Acquired(2));
+    }
+
+    #[test]
+    fn every_entry_not_released_counts_in_its_bucket_until_released_swept_or_dropped() {
+        let words = Rc::new(FastWords::default());
+        let mut store = MemoryStore::new(2, Rc::clone(&words));
+        assert_eq!(store.try_acquire("k", "a", 100, 0), TryAcquire::Acquired(1));
+        assert!(words.is_busy(2, "k") && !words.is_busy(3, "k"));
+        assert!(store.release("k", "a", 10));
+        assert!(!words.is_busy(2, "k"), "released");
+        assert!(store.adopt("k", "fast", 200, 20), "a released entry can take a fast hold");
+        assert!(!store.adopt("k", "fast", 200, 300), "a lapsed lease not released cannot");
+        assert!(words.is_busy(2, "k"), "lapsed, not released: counted until swept");
+        assert_eq!(words.last_token(), 1, "an adopted hold brings its own token");
+        for i in 0..MIN_SWEEP {
+            let _ = store.try_acquire(&format!("other-{i}"), "a", 1_000, 300);
+        }
+        drop(store);
+        assert!(!words.is_busy(2, "k") && !words.is_busy(2, "other-0"), "a dropped store counts nothing");
     }
 
     #[test]

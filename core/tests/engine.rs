@@ -1883,7 +1883,11 @@ fn a_dropped_memory_store_is_emptied_and_its_id_reused_unless_something_still_us
     let b = e.create_memory_store();
     assert_eq!(b, a, "the id is reused");
     assert_eq!(e.memory_size(b).unwrap(), 0, "nothing of the dropped store's leases");
-    assert_eq!(e.memory_acquire(b, "k", "p", 60_000).unwrap(), Some(1));
+    assert_eq!(
+        e.memory_acquire(b, "k", "p", 60_000).unwrap(),
+        Some(2),
+        "tokens come from the engine's one counter: a reused id does not start them over"
+    );
     assert_ne!(e.create_memory_store(), b, "a live store's id is not handed out");
 
     // Not while an execution waits on it (the host holds a store its executions use;

@@ -52,7 +52,7 @@ async function until(what, check, timeoutMs) {
 
 /**
  * Starts `size` members (1 or 3) as one cluster. Returns { endpoints, members, stop() },
- * each member { name, url, kill(), start(), running }.
+ * each member { name, url, kill(), start(), pause(), resume(), running }.
  */
 export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs = 500 } = {}) {
   requireEtcdBinary();
@@ -95,6 +95,9 @@ export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs 
       child.kill('SIGKILL');
       await exited;
     };
+    /** SIGSTOP and SIGCONT: a member that answers nothing, then carries on. */
+    m.pause = () => m.child?.kill('SIGSTOP');
+    m.resume = () => m.child?.kill('SIGCONT');
     Object.defineProperty(m, 'running', { get: () => m.child !== null });
   }
   for (const m of members) m.start();

@@ -11,6 +11,13 @@ import { deferred } from './time.mjs';
 
 const noop = () => {};
 
+// How long a fleet may take to start (every worker connected) and to finish its work.
+// They only catch a hang: the fleet tests assert exclusion and tokens, not speed. On a
+// loaded 2-core machine (CI: two test files at once, two busy processes beside the
+// fleet) eight Node processes starting, and 1600 executions between them, took 26 s.
+export const FLEET_READY_MS = 60_000;
+export const FLEET_DONE_MS = 120_000;
+
 /**
  * Test side: starts `node <script> ...args`; resolves its `ready` and `result` lines.
  * Both reject when the worker exits before printing them (`worker <name> exited ...`).

@@ -147,6 +147,13 @@ export function grantingStore(clock, options = {}) {
       record.outcome = 'kept';
       return;
     }
+    // A listener may have released it meanwhile (and the key gone to the next owner):
+    // like a release, an unclaimed grant ends only its own owner's lease.
+    const still = live(key);
+    if (!still || still.owner !== owner || still.token !== token) {
+      record.outcome = 'gone';
+      return;
+    }
     record.outcome = 'released';
     handOver(key);
   }

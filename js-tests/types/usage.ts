@@ -113,6 +113,13 @@ async function main(): Promise<void> {
   const viaHelper: string = await withLock('k', () => 'v', { wait: '1s' });
   const total: number = await new NightlyJob().run('monday');
   void [viaHelper, total];
+  // ambientToken: false: the token comes from the context.
+  const passed = new ResiliencePipelineBuilder({ ambientToken: false }).addLock({ key: 'k' }).build();
+  const fromContext: number | undefined = await passed.execute((context) => getLockToken(context));
+  const viaPassed: number | undefined = await withLock('k', (context) => getLockToken(context), { ambientToken: false });
+  void [fromContext, viaPassed];
+  // @ts-expect-error ambientToken is a boolean
+  new ResiliencePipelineBuilder({ ambientToken: 'off' });
   // @ts-expect-error acquireLock needs a ttl
   await acquireLock(store, 'k');
 

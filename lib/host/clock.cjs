@@ -59,6 +59,7 @@ function defineClocks(api) {
       if (now + whole + fraction > Number.MAX_SAFE_INTEGER) {
         throw new RangeError(`ms must not move the clock (now ${now + this.#fraction}) past Number.MAX_SAFE_INTEGER, got ${describe(ms)}`);
       }
+      host.fakeNow = now + whole;
       host.call(() => host.engine.advance(whole));
       this.#fraction = fraction;
     }

@@ -25,6 +25,7 @@ const {
 const { describe } = require('../describe.cjs');
 const { HOST, STORE_ID } = require('./symbols.cjs');
 const { Watchers } = require('./watchers.cjs');
+const { FastPath } = require('./fast-path.cjs');
 
 // The fourth argument of `acquire` on a store that grants on release: queue this owner
 // when the key is held, to be handed the lease by the holder's release.
@@ -64,6 +65,9 @@ function defineEngineHost(api) {
     constructor(fake, start) {
       this.startAt = start;
       this.fake = fake;
+      // A fake clock's time, which only FakeTimeProvider#advance moves (read by the fast path).
+      this.fakeNow = start;
+      this.fast = new FastPath(this);
       this.execs = new Map();
       // Stores by id, held weakly: whoever uses a store (a pipeline, a lease) holds it;
       // once nothing does, its entry goes with it.
@@ -224,6 +228,7 @@ function defineEngineHost(api) {
       this.clearTimer();
       for (const rec of [...this.execs.values()]) rec.retire(failure);
       this.execs.clear();
+      this.fast.retire(failure);
     }
 
     /** Calls the engine for a value (not a status word); a failure of the engine itself is re-thrown as an Error. */

@@ -35,18 +35,68 @@ function unrenewed(key, failure) {
  * engine would be left borrowed and unusable for every later lock on its clock.
  */
 const MAX_SYNC_NESTING = 64;
-/** `nested(start)`: runs `start` now, or from a microtask when the stack is deep (one per API). */
+/**
+ * `nested(start, self, a, b)`: runs `start.call(self, a, b)` now, or from a microtask when
+ * the stack is deep (one per API).
+ */
 function createNesting() {
   let nesting = 0;
-  return function nested(start) {
-    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start));
+  return function nested(start, self, a, b) {
+    if (nesting >= MAX_SYNC_NESTING) return Promise.resolve().then(() => nested(start, self, a, b));
     nesting += 1;
     try {
-      return start();
+      return start.call(self, a, b);
     } finally {
       nesting -= 1;
     }
   };
+}
+
+/**
+ * Runs `callback(context)`, the code under `context`'s locks, and returns what it returns
+ * (throws what it throws). Where `pipeline.ambientToken` holds (the default), the context
+ * is ambient while it runs: `api.ambient` (an AsyncLocalStorage) carries it across
+ * `await`, `api.syncContext` through the synchronous part. Otherwise the callback runs
+ * under no ambient context, not even an enclosing lock's, and AsyncLocalStorage is not
+ * run unless an enclosing lock's context is there to hide: where it has no
+ * AsyncContextFrame (Node 20, Node 22 without its flag), its first `run` turns promise
+ * hooks on for the whole process. `ownJob`: this is a promise job made for this callback
+ * alone, where execute() was called (the fast path's, `FastPath#schedule`).
+ */
+function runCallback(api, pipeline, context, callback, ownJob) {
+  const previous = api.syncContext;
+  const ambient = api.ambient;
+  if (pipeline.ambientToken) {
+    api.syncContext = context;
+    try {
+      if (ambient === undefined) return callback(context);
+      // In a promise job of its own, on AsyncContextFrame, the context is entered and
+      // not left: the job's end leaves it, and leaving costs a second frame.
+      if (ownJob && api.enterInJob) {
+        ambient.enterWith(context);
+        return callback(context);
+      }
+      return ambient.run(context, callback, context);
+    } finally {
+      api.syncContext = previous;
+    }
+  }
+  api.syncContext = undefined;
+  try {
+    const enclosing = ambient !== undefined && ambient.getStore() !== undefined;
+    return enclosing ? ambient.run(undefined, callback, context) : callback(context);
+  } finally {
+    api.syncContext = previous;
+  }
+}
+
+/** Runs `rec`'s callback from the promise job made for it; a host failure fails it. */
+function startInJob(rec, token) {
+  try {
+    rec.run(token, true);
+  } catch (error) {
+    rec.fail(error);
+  }
 }
 
 /**
@@ -181,10 +231,28 @@ function defineExecutions(api) {
       this.resolve = undefined;
       this.reject = undefined;
       this.onCallerAbort = undefined;
+      // Set while execute() starts it: a grant then runs the callback from a microtask.
+      this.starting = false;
+      // On the fast path (fast-path.cjs): the Map of fast holders it is in, when it began
+      // (the fast path's clock) and its token.
+      this.fastHeld = undefined;
+      this.since = 0;
+      this.token = undefined;
+      // Its callback is to start from a promise job made for it (`FastPath#schedule`).
+      this.scheduled = false;
+      // Resolves the job `awaitGrant` made, which starts the callback.
+      this.granted = undefined;
     }
 
-    /** Every lock is held: run the callback under its token; resolve via `finish`. */
-    run(token) {
+    /**
+     * Every lock is held: run the callback under its token; resolve via `finish`.
+     * `ownJob`: called from the promise job `FastPath#schedule` made for it.
+     */
+    run(token, ownJob) {
+      // The callback never starts inside the execute() call that started it.
+      if (this.starting) return this.host.fast.schedule(this, token);
+      // Settled before its turn came (its engine was retired): it never runs.
+      if (this.callback === undefined) return undefined;
       this.running = true;
       if (token === undefined) {
         try {
@@ -202,18 +270,26 @@ function defineExecutions(api) {
         this.context.abort(this.callerSignal.reason);
         return this.finish(false, this.callerSignal.reason);
       }
+      // Granted from elsewhere (a release, a store's answer): the callback starts from
+      // the job `awaitGrant` made in execute(), in the caller's async context.
+      const granted = this.granted;
+      if (granted !== undefined) {
+        this.granted = undefined;
+        return granted();
+      }
+      return this.invoke(ownJob);
+    }
+
+    /** Calls the callback (its locks held, its token set); `finish` when it settles. */
+    invoke(ownJob) {
       let result;
       let thenable = false;
-      const previous = api.syncContext;
-      api.syncContext = this.context;
       try {
-        result = ambient ? ambient.run(this.context, this.callback, this.context) : this.callback(this.context);
+        result = runCallback(api, this.pipeline, this.context, this.callback, ownJob);
         thenable = result !== null && typeof result === 'object' && typeof result.then === 'function';
       } catch (error) {
-        api.syncContext = previous;
         return this.finish(false, error);
       }
-      api.syncContext = previous;
       if (thenable) {
         try {
           return (result instanceof Promise ? result : Promise.resolve(result)).then(
@@ -228,7 +304,28 @@ function defineExecutions(api) {
       return this.finish(true, result);
     }
 
+    /**
+     * Makes, in execute() (so in its caller's async context, which a promise job keeps),
+     * the job that will start the callback once the locks are granted: `run` from a
+     * release or a store's answer only resolves it.
+     */
+    awaitGrant() {
+      new Promise((resolve) => {
+        this.granted = resolve;
+      }).then(() => {
+        // Settled meanwhile (its engine retired), or aborted by its caller: not started.
+        if (this.callback === undefined || this.finished) return undefined;
+        if (this.callerSignal?.aborted) return this.finish(false, this.callerSignal.reason);
+        try {
+          return this.invoke(true);
+        } catch (error) {
+          return this.fail(error);
+        }
+      });
+    }
+
     finish(ok, valueOrError) {
+      if (this.fastHeld !== undefined) return this.finishFast(ok, valueOrError);
       const host = this.host;
       this.finished = true;
       // Detached work of this callback now reads an enclosing lock's token, if one is
@@ -279,6 +376,16 @@ function defineExecutions(api) {
       return undefined;
     }
 
+    /** The callback of a fast holder settled: the key is free again, and nothing else was recorded. */
+    finishFast(ok, valueOrError) {
+      this.finished = true;
+      const context = this.context;
+      if (context._outer !== undefined) context._outer = liveContext(context._outer);
+      this.fastHeld.delete(this.keys[0]);
+      this.fastHeld = undefined;
+      this.settle(ok, valueOrError);
+    }
+
     lostError(cause) {
       const key = this.keys[Math.max(0, this.lostLayer)];
       return new LockLostError(key, undefined, { cause });
@@ -326,6 +433,10 @@ function defineExecutions(api) {
     }
 
     done(ok, valueOrError) {
+      if (this.fastHeld !== undefined) {
+        this.fastHeld.delete(this.keys[0]);
+        this.fastHeld = undefined;
+      }
       this.host.execs.delete(this.id);
       this.settle(ok, valueOrError);
     }
@@ -366,7 +477,10 @@ function defineExecutions(api) {
     }
   }
 
-  /** The fencing token of the innermost lock the code runs under; undefined outside any lock. */
+  /**
+   * The fencing token of the innermost lock the code runs under; undefined outside any
+   * lock, and inside a callback of a pipeline built with `ambientToken: false`.
+   */
   function getLockToken(context) {
     if (context !== undefined) {
       if (context instanceof ResilienceContext) return context._rec?.finished ? undefined : context._token;
@@ -390,4 +504,4 @@ function defineExecutions(api) {
   return { HostedExecution, ResilienceContext, Execution, getLockToken, liveContext };
 }
 
-module.exports = { defineExecutions, createNesting, unrenewed, LOCK_TOKEN };
+module.exports = { defineExecutions, runCallback, startInJob, createNesting, unrenewed, LOCK_TOKEN };

@@ -14,6 +14,7 @@ const {
   NOT_EXTENDED,
   OPTION_RENEW,
   OPTION_MANUAL,
+  STORE_MEMORY,
 } = require('../protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore } = require('./options.cjs');
@@ -239,6 +240,8 @@ function defineLeases(api) {
       if (host.dead) throw host.dead;
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);
+      // A key held on the fast path is the engine's before it is asked for it.
+      if (kind === STORE_MEMORY) host.fast.handOverKey(storeId, key);
       const id = host.newExecId();
       const rec = new LeaseExecution(host, id, key, signal, autoRenew);
       rec.store = store; // held while the lease lives: the host holds stores weakly

@@ -13,6 +13,11 @@ function askMemory(store, fn) {
   return host.ask(() => fn(host.engine, store[STORE_ID]));
 }
 
+/** Hands a fast holder of `key` (lib/host/fast-path.cjs) to the engine, which answers for the key next. */
+function handOver(store, key) {
+  store[HOST].fast.handOverKey(store[STORE_ID], key);
+}
+
 /** The MemoryLockStore class of one API; `api` is its shared context (lib/host.cjs). */
 function defineMemoryLockStore(api) {
   const { hostOf, checkDuration } = api;
@@ -46,13 +51,16 @@ function defineMemoryLockStore(api) {
 
     /** Keys held or waited for. */
     get size() {
-      return askMemory(this, (engine, id) => engine.memSize(id));
+      // The engine knows nothing of the keys held on the fast path: they add up.
+      const fast = this[HOST].fast.held[this[STORE_ID]]?.size ?? 0;
+      return askMemory(this, (engine, id) => engine.memSize(id)) + fast;
     }
 
     async acquire(key, owner, ttlMs) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
+      handOver(this, key);
       const token = askMemory(this, (engine, id) => engine.memAcquire(id, key, owner, ttl));
       return token === null || token === undefined ? undefined : { fencingToken: token };
     }
@@ -61,6 +69,7 @@ function defineMemoryLockStore(api) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
+      handOver(this, key);
       return askMemory(this, (engine, id) => engine.memRenew(id, key, owner, ttl));
     }
 
@@ -68,6 +77,7 @@ function defineMemoryLockStore(api) {
     async release(key, owner) {
       checkKey(key);
       checkKey(owner, 'owner');
+      handOver(this, key);
       const host = this[HOST];
       return host.call(() => host.engine.memRelease(this[STORE_ID], key, owner)) === MEMORY_RELEASED;
     }
@@ -75,12 +85,14 @@ function defineMemoryLockStore(api) {
     /** Whether `key` has a live lease. Advisory: it may change right after. */
     async isLocked(key) {
       checkKey(key);
+      handOver(this, key);
       return askMemory(this, (engine, id) => engine.memTtl(id, key)) != null;
     }
 
     /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
     async ttl(key) {
       checkKey(key);
+      handOver(this, key);
       return askMemory(this, (engine, id) => engine.memTtl(id, key)) ?? undefined;
     }
   }

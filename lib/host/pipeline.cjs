@@ -14,9 +14,11 @@ const {
   OPTION_RENEW,
   OPTION_TELEMETRY,
   OPTION_DIRECT,
+  STORE_MEMORY,
 } = require('../protocol.cjs');
 const { HOST } = require('./symbols.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkStore } = require('./options.cjs');
+const { bucketOf } = require('./fast-path.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host.cjs), whose
@@ -57,8 +59,11 @@ function definePipelines(api) {
     }
     refuseMemoryWait(waitMs, target, host);
     const { kind, id } = host.registerStore(target);
+    // On a memory store of this host: its fast holders (fast-path.cjs), and a fixed key's bucket.
+    const held = kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
+    const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', held, bucket };
   }
 
   function resolveKey(lock, context) {
@@ -76,16 +81,22 @@ function definePipelines(api) {
   }
 
   class ResiliencePipeline {
-    constructor(host, locks, telemetry) {
+    constructor(host, locks, telemetry, ambientToken) {
       this.host = host;
       this.locks = locks;
       this.telemetry = telemetry;
+      // Whether callbacks run with their context ambient (runCallback in execution.cjs).
+      this.ambientToken = ambientToken;
       this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
       // A single lock with a fixed key is defined in the engine once, on first use (not
       // at build: workerd forbids the engine's random seed at module load), and then
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
+      // One lock on a memory store, no telemetry: a free key is granted without the engine.
+      // Not a ttl of 1 ms (or less), whose renewal falls due as the lease lapses: the
+      // engine loses such a lease at once, which a fast hold could not mirror.
+      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && locks[0].ttlMs > 1;
     }
 
     defineLock() {
@@ -104,16 +115,35 @@ function definePipelines(api) {
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
     execute(callback, options) {
-      return nested(
-        () =>
-          new Promise((resolve, reject) => {
-            try {
-              this.begin(callback, options, resolve, reject);
-            } catch (error) {
-              reject(error);
-            }
-          }),
-      );
+      return nested(this.started, this, callback, options);
+    }
+
+    /** The promise of an execution begun now. */
+    started(callback, options) {
+      return new Promise((resolve, reject) => {
+        try {
+          this.begin(callback, options, resolve, reject, undefined);
+        } catch (error) {
+          reject(error);
+        }
+      });
+    }
+
+    /** `execute(callback)` on a pipeline of one keyless lock, under `key` (withLock's form). */
+    executeOn(key, callback) {
+      return nested(this.startedOn, this, key, callback);
+    }
+
+    /** The promise of an execution begun now under `key`. */
+    startedOn(key, callback) {
+      return new Promise((resolve, reject) => {
+        try {
+          checkKey(key);
+          this.begin(callback, undefined, resolve, reject, key);
+        } catch (error) {
+          reject(error);
+        }
+      });
     }
 
     /** Like `execute`, but never rejects: `{ ok: true, value }` or `{ ok: false, error }`. */
@@ -124,7 +154,7 @@ function definePipelines(api) {
       );
     }
 
-    begin(callback, options, resolve, reject) {
+    begin(callback, options, resolve, reject, givenKey) {
       if (typeof callback !== 'function') throw new TypeError(`callback must be a function, got ${describe(callback)}`);
       if (options !== undefined) {
         if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -143,17 +173,20 @@ function definePipelines(api) {
       if (signal?.aborted) throw signal.reason;
       const host = this.host;
       if (host.dead) throw host.dead;
-      const id = host.newExecId();
       const locks = this.locks;
       const context = new ResilienceContext(undefined, operationKey);
       const outer = ambient ? ambient.getStore() : api.syncContext;
       if (outer !== undefined) context._outer = liveContext(outer);
-      const rec = new Execution(host, this, id, callback, context, locks, undefined);
+      const rec = new Execution(host, this, 0, callback, context, locks, undefined);
       context._rec = rec;
       // A pipeline with one fixed key shares one array of keys (read only) between its executions.
       const keys =
         this.fixedKeys ??
-        (locks.length === 1 ? [resolveKey(locks[0], context)] : locks.map((lock) => resolveKey(lock, context)));
+        (givenKey !== undefined
+          ? [givenKey]
+          : locks.length === 1
+            ? [resolveKey(locks[0], context)]
+            : locks.map((lock) => resolveKey(lock, context)));
       // A key function may have aborted the signal: its 'abort' event has fired already.
       if (signal?.aborted) throw signal.reason;
       rec.keys = keys;
@@ -163,10 +196,28 @@ function definePipelines(api) {
         rec.callerSignal = signal;
         rec.onCallerAbort = () => {
           if (rec.running) context.abort(signal.reason);
-          else host.call(() => host.engine.cancel(id));
+          // Granted but not yet running: `run` finds the signal aborted.
+          else if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
         };
         signal.addEventListener('abort', rec.onCallerAbort, { once: true });
       }
+      if (this.fastLock) {
+        if (host.fast.grant(rec, locks[0], keys[0])) return;
+      } else {
+        host.fast.handOverAll(locks, keys);
+      }
+      this.startInEngine(rec, keys, signal);
+      // Granted later (by a release, a store's answer): the callback starts from a promise
+      // job made here, in this caller's async context, not in the granter's.
+      if (!rec.scheduled && rec.callback !== undefined && ambient !== undefined) rec.awaitGrant();
+    }
+
+    /** Starts `rec` through the engine, which may grant it at once, call a store, or queue it. */
+    startInEngine(rec, keys, signal) {
+      const host = this.host;
+      const locks = this.locks;
+      const id = host.newExecId();
+      rec.id = id;
       host.execs.set(id, rec);
       const engine = host.engine;
       const last = locks.length - 1;
@@ -174,6 +225,7 @@ function definePipelines(api) {
       // effects are being applied: it would overtake those.
       const bits = host.draining || host.handing ? this.options : this.options | OPTION_DIRECT;
       let status;
+      rec.starting = true;
       try {
         const defined = this.definedLock ?? this.defineLock();
         if (defined >= 0) {
@@ -187,16 +239,21 @@ function definePipelines(api) {
           status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
         }
       } catch (error) {
+        rec.starting = false;
         host.execs.delete(id);
         if (signal) signal.removeEventListener('abort', rec.onCallerAbort);
         throw fromEngine(error);
       }
-      // A synchronous grant carries the innermost token as the payload; a store call
-      // handed back, its request.
-      const result = host.status(statusOf(status));
-      if (result === STARTED_RUNNING) rec.run(payloadOf(status));
-      else if (result === STARTED_STORE_CALL || result === STARTED_STORE_CALL_QUEUED) {
-        host.callLayer0(rec, payloadOf(status), true, result === STARTED_STORE_CALL_QUEUED);
+      try {
+        // A synchronous grant carries the innermost token as the payload; a store call
+        // handed back, its request. A grant runs the callback from a microtask (`run`).
+        const result = host.status(statusOf(status));
+        if (result === STARTED_RUNNING) rec.run(payloadOf(status));
+        else if (result === STARTED_STORE_CALL || result === STARTED_STORE_CALL_QUEUED) {
+          host.callLayer0(rec, payloadOf(status), true, result === STARTED_STORE_CALL_QUEUED);
+        }
+      } finally {
+        rec.starting = false;
       }
     }
   }
@@ -207,12 +264,14 @@ function definePipelines(api) {
         throw new TypeError(`builder options must be an object, got ${describe(options)}`);
       }
       checkOptionNames(options, BUILDER_OPTIONS, 'ResiliencePipelineBuilder');
-      const { timeProvider, telemetry } = options;
+      const { timeProvider, telemetry, ambientToken = true } = options;
       this.host = hostOf(timeProvider, 'timeProvider');
       if (telemetry !== undefined && typeof telemetry !== 'function') {
         throw new TypeError(`telemetry must be a function (event) => void, got ${describe(telemetry)}`);
       }
+      if (typeof ambientToken !== 'boolean') throw new TypeError(`ambientToken must be a boolean, got ${describe(ambientToken)}`);
       this.telemetry = telemetry;
+      this.ambientToken = ambientToken;
       this.locks = [];
     }
 
@@ -224,7 +283,7 @@ function definePipelines(api) {
 
     build() {
       if (this.locks.length === 0) throw new TypeError('a pipeline needs at least one addLock() before build()');
-      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry);
+      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry, this.ambientToken);
     }
   }
 

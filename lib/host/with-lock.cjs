@@ -24,6 +24,14 @@ function defineWithLock(api) {
    * defaults to 0, and a key still held resolves `undefined` instead of rejecting.
    */
   function withLock(keyOrOptions, fnOrOptions, maybeOptions) {
+    // `withLock(key, fn)`: one pipeline for every call, the key passed with each.
+    if (typeof keyOrOptions === 'string' && typeof fnOrOptions === 'function' && maybeOptions === undefined) {
+      try {
+        return plainPipeline().executeOn(keyOrOptions, fnOrOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     if (typeof fnOrOptions === 'function') {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
@@ -49,6 +57,17 @@ function defineWithLock(api) {
     };
   }
 
+  // The pipeline of `withLock(key, fn)`: the options' defaults, a lock with no key of its own.
+  let plain;
+  function plainPipeline() {
+    if (plain === undefined) {
+      const wait = api.memoryWaitRefused !== undefined ? 0 : DEFAULT_TTL;
+      plain = new ResiliencePipelineBuilder().addLock({ wait }).build();
+      plain.definedLock = -1;
+    }
+    return plain;
+  }
+
   /** The pipeline of one withLock call or decorated method, and how it runs a function. */
   function lockedRunner(keyOrOptions, options) {
     let lockOptions = options;
@@ -70,7 +89,7 @@ function defineWithLock(api) {
     if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
       throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
     }
-    const { timeProvider, telemetry, signal, operationKey, skipOnLockFailure = false, ...lock } = lockOptions;
+    const { timeProvider, telemetry, ambientToken, signal, operationKey, skipOnLockFailure = false, ...lock } = lockOptions;
     if (typeof skipOnLockFailure !== 'boolean') {
       throw new TypeError(`skipOnLockFailure must be a boolean, got ${describe(skipOnLockFailure)}`);
     }
@@ -81,7 +100,7 @@ function defineWithLock(api) {
     const cannotWait =
       api.memoryWaitRefused !== undefined && clock === undefined && (lock.store === undefined || lock.store instanceof MemoryLockStore);
     if (lock.wait === undefined) lock.wait = skipOnLockFailure || cannotWait ? 0 : (lock.ttl ?? DEFAULT_TTL);
-    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry }).addLock(lock).build();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry, ambientToken }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
     pipeline.definedLock = -1;
     const execute = signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };

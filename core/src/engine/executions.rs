@@ -33,6 +33,9 @@ impl Engine {
 
     /// Starts `exec` on checked layers, fresh or reused.
     pub(super) fn start_layers(&mut self, exec: u32, layers: Vec<Layer>, options: ExecOptions) -> Start {
+        if layers.len() > 1 {
+            self.reserve_inner_locks(&layers, true);
+        }
         self.execs.insert(exec, Exec { layers, options, phase: Phase::Acquiring, lost: None, completion: None });
         self.begin_layer(exec, 0);
         if matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {

@@ -1,5 +1,7 @@
 //! The engine's memory stores, as a user calls them directly.
 
+use std::rc::Rc;
+
 use super::state::{at, at_mut};
 use super::Engine;
 use super::DEFAULT_MEMORY_STORE;
@@ -16,9 +18,10 @@ impl Engine {
             *at_mut(&mut self.dropped_memory, id) = false;
             return id;
         }
-        self.memory.push(MemoryStore::default());
+        let id = self.memory.len() as u32;
+        self.memory.push(MemoryStore::new(id, Rc::clone(&self.words)));
         self.dropped_memory.push(false);
-        (self.memory.len() - 1) as u32
+        id
     }
 
     /// Forgets memory store `id`, which nothing uses any more (the host's store object
@@ -34,7 +37,7 @@ impl Engine {
         if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
             return false;
         }
-        *at_mut(&mut self.memory, id) = MemoryStore::default();
+        *at_mut(&mut self.memory, id) = MemoryStore::new(id, Rc::clone(&self.words));
         *at_mut(&mut self.dropped_memory, id) = true;
         self.free_memory.push(id);
         true

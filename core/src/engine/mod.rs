@@ -16,10 +16,13 @@
 //! - `release.rs`: winding an execution down, releasing innermost first, settling.
 //! - `schedule.rs`: the per-lock timers, the host's one timer, a fake clock's advance.
 //! - `memory.rs`: the memory stores as a user calls them directly.
+//! - `fast.rs`: the words shared with the host's fast path, fast holds it hands over,
+//!   and the inner locks under way that it must leave to the engine.
 //! - `state.rs`: what is kept per execution and per lock.
 
 mod acquire;
 mod executions;
+mod fast;
 mod memory;
 mod release;
 mod renewal;
@@ -29,11 +32,13 @@ mod waiting;
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::rc::Rc;
 
 use crate::clock::{Clock, FakeClock};
 use crate::defined::DefinedLocks;
 use crate::error::StoreMethod;
 use crate::fast_hash::IdMap;
+use crate::fast_words::FastWords;
 use crate::fencing::TokenFloors;
 use crate::memory_store::MemoryStore;
 use crate::owner_ids::OwnerIds;
@@ -53,6 +58,8 @@ pub struct Engine {
     /// Memory stores, by id (ids are checked at start). A store the host dropped is
     /// emptied and its id given to the next store created.
     memory: Vec<MemoryStore>,
+    /// The token counter and busy counts the host's fast path reads (see `fast.rs`).
+    words: Rc<FastWords>,
     dropped_memory: Vec<bool>,
     free_memory: Vec<u32>,
     execs: IdMap<u32, Exec>,
@@ -114,12 +121,14 @@ impl Engine {
     pub fn new(clock: Box<dyn Clock>, seed: [u8; 32]) -> Self {
         let mut owners = OwnerIds::new(seed);
         let floors = TokenFloors::new([owners.next_u64(), owners.next_u64()]);
+        let words = Rc::new(FastWords::default());
         Engine {
             clock,
             fake: None,
             owners,
             floors,
-            memory: vec![MemoryStore::default()],
+            memory: vec![MemoryStore::new(DEFAULT_MEMORY_STORE, Rc::clone(&words))],
+            words,
             dropped_memory: vec![false],
             free_memory: Vec::new(),
             execs: IdMap::default(),

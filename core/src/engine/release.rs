@@ -230,6 +230,9 @@ impl Engine {
     /// Forgets a settled execution, keeping a single lock for reuse.
     pub(super) fn drop_exec(&mut self, exec: u32) {
         let Some(e) = self.execs.remove(&exec) else { return };
+        if e.layers.len() > 1 {
+            self.reserve_inner_locks(&e.layers, false);
+        }
         for l in e.layers.iter().filter(|l| l.timer_at.is_some()) {
             let execs = &self.execs;
             self.timers.cancelled(l.timer_keeps_alive, |t| is_live(execs, t));

@@ -98,6 +98,9 @@ impl Engine {
     /// Queues `exec` behind the waiters of `key`; the first one starts the watch.
     pub(super) fn join_queue(&mut self, exec: u32, store: StoreRef, key: &str) {
         if self.queues.push(store, key, exec) {
+            if let StoreRef::Memory(id) = store {
+                self.words.mark(id, key);
+            }
             self.watch(store, key, true);
         }
     }
@@ -113,6 +116,9 @@ impl Engine {
     pub(super) fn leave_queue(&mut self, exec: u32, store: StoreRef, key: &str, why: HeadLeft) {
         let change = self.queues.remove(store, key, exec);
         if change == HeadChange::Emptied {
+            if let StoreRef::Memory(id) = store {
+                self.words.unmark(id, key);
+            }
             self.watch(store, key, false);
         }
         if let HeadChange::NewHead(next) = change {
