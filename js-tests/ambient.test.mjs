@@ -4,6 +4,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import {
   ResiliencePipelineBuilder,
@@ -13,6 +14,7 @@ import {
   getLockToken,
 } from './support/leasehold.mjs';
 import { deferred, flush } from './support/time.mjs';
+import { grantingStore } from './support/stores.mjs';
 
 const pipelineOn = (clock, key, builder = {}) =>
   new ResiliencePipelineBuilder({ timeProvider: clock, ...builder }).addLock({ key }).build();
@@ -144,5 +146,52 @@ describe('promise hooks', () => {
     assert.equal(out.before, false, 'not at import');
     assert.equal(typeof out.result, 'number', 'the ambient token reached the callback across await');
     assert.equal(out.hooks, alsHooks);
+  });
+});
+
+describe("the caller's async context", () => {
+  // A user's own AsyncLocalStorage (a request id, a trace) must read, inside a callback,
+  // what it read where execute() was called: not the value of whoever granted the lock.
+  test('a callback runs in its caller\'s context: free key, granted by a release, answered by a JS store', async () => {
+    const user = new AsyncLocalStorage();
+    const clock = new FakeTimeProvider();
+    const store = grantingStore(clock, { deliver: 'later' });
+    const memory = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'm', wait: '5s' }).build();
+    const remote = new ResiliencePipelineBuilder({ timeProvider: clock }).addLock({ key: 'r', store, wait: '5s' }).build();
+    const free = pipelineOn(clock, 'free');
+    const seen = [];
+    const note = (name) => seen.push(`${name}:${user.getStore()}`);
+    const hold = deferred();
+    const holdRemote = deferred();
+    const runs = [
+      user.run('a', () => memory.execute(() => (note('a'), hold.promise))),
+      user.run('b', () => free.execute(() => note('b'))),
+      user.run('c', () => memory.execute(async () => (await flush(1), note('c')))),
+      user.run('d', () => remote.execute(() => (note('d'), holdRemote.promise))),
+      user.run('e', () => remote.execute(() => note('e'))),
+    ];
+    await flush(20);
+    user.run('x', () => hold.resolve());
+    await flush(20);
+    user.run('y', () => holdRemote.resolve());
+    for (let i = 0; i < 50 && seen.length < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(runs);
+    assert.deepEqual(seen.sort(), ['a:a', 'b:b', 'c:c', 'd:d', 'e:e']);
+    assert.equal(user.getStore(), undefined);
+    assert.equal(getLockToken(), undefined, 'no lock context leaks into the caller');
+  });
+
+  test('with ambientToken: false the caller\'s own context is kept too', async () => {
+    const user = new AsyncLocalStorage();
+    const clock = new FakeTimeProvider();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, ambientToken: false }).addLock({ key: 'o', wait: '5s' }).build();
+    const hold = deferred();
+    const seen = [];
+    const first = user.run('first', () => pipeline.execute(() => hold.promise));
+    const second = user.run('second', () => pipeline.execute(() => seen.push(user.getStore())));
+    await flush(5);
+    user.run('releaser', () => hold.resolve());
+    await Promise.all([first, second]);
+    assert.deepEqual(seen, ['second']);
   });
 });

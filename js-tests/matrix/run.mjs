@@ -243,7 +243,7 @@ function workerdRun() {
           compatibilityFlags: ['nodejs_compat'],
           durableObjects: { LOCKS: 'LockDurableObject' },
         });
-        const config = { engine: 'wasm', ambientAcrossAwait: true, exportNames };
+        const config = { engine: 'wasm', ambientAcrossAwait: true, memoryWaits: false, exportNames };
         const response = await withTimeout(
           mf.dispatchFetch('http://matrix.local/', { method: 'POST', body: JSON.stringify(config) }),
           RUN_TIMEOUT_MS,

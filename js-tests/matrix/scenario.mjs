@@ -6,6 +6,7 @@
 //   engine            the engine the runtime should have picked ('native' | 'wasm')
 //   ambientAcrossAwait  whether getLockToken() without a context survives an `await`
 //                     (true where AsyncLocalStorage exists; false in browsers)
+//   memoryWaits       false where a wait on the memory store is refused (workerd)
 //   exportNames       the names lib/index.mjs exports; every entry must export the same
 // `prepared` is what `prepare(api)` returned when the harness called it at module load.
 // Resolves to [{ name, ok, detail }], one per check; never rejects.
@@ -221,6 +222,48 @@ const checks = {
     );
     check(getLockToken() === undefined, 'getLockToken() outside any lock is not undefined');
     return config.ambientAcrossAwait ? 'ambient across await' : 'ambient in the synchronous part only';
+  },
+
+  /**
+   * Where AsyncLocalStorage exists, a callback runs in the async context execute() was
+   * called in (a user's own store reads its own value), whether its key was free or it
+   * was granted by another caller's release; the lock's context does not leak out.
+   */
+  async callerContext(api, config) {
+    if (!config.ambientAcrossAwait) return 'no AsyncLocalStorage here';
+    const { AsyncLocalStorage } = await import('node:async_hooks');
+    const { ResiliencePipelineBuilder, getLockToken } = api;
+    const user = new AsyncLocalStorage();
+    const key = `matrix-caller-${Math.random()}`;
+    const other = new ResiliencePipelineBuilder().addLock({ key: `${key}-other` }).build();
+    const seen = [];
+    if (config.memoryWaits === false) {
+      await user.run('free', () => other.execute(() => seen.push(['free', user.getStore()])));
+      check(JSON.stringify(seen) === '[["free","free"]]', `the callback saw ${JSON.stringify(seen)}`);
+      return "the callback in its caller's context (no waits here)";
+    }
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key, wait: '5s' }).build();
+    let release;
+    const held = new Promise((resolve) => {
+      release = resolve;
+    });
+    const runs = [
+      user.run('holder', () => pipeline.execute(() => (seen.push(['holder', user.getStore()]), held))),
+      user.run('free', () => other.execute(() => seen.push(['free', user.getStore()]))),
+      user.run('waiter', () =>
+        pipeline.execute(async (context) => {
+          await tick();
+          seen.push(['waiter', user.getStore(), getLockToken() === getLockToken(context)]);
+        }),
+      ),
+    ];
+    await tick();
+    user.run('releaser', () => release());
+    await Promise.all(runs);
+    const text = JSON.stringify(seen);
+    check(text === '[["holder","holder"],["free","free"],["waiter","waiter",true]]', `callbacks saw ${text}`);
+    check(getLockToken() === undefined && user.getStore() === undefined, 'the lock context leaked into the caller');
+    return "each callback in its caller's context";
   },
 };
 
