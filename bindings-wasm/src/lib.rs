@@ -12,7 +12,6 @@
 //! `takePanic()`. The process lives; the engine instance that panicked is unusable
 //! afterwards (every later call on it throws).
 
-use js_sys::Reflect;
 use leasehold_core::host;
 use leasehold_core::{Answer, ArgError, Clock, Engine, LockError, Millis};
 use wasm_bindgen::prelude::*;
@@ -22,15 +21,41 @@ extern "C" {
     /// `performance.now()`: monotonic milliseconds, in Node, browsers, workerd, Deno and Bun.
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+
+    /// JavaScript's `Error`, declared here rather than taken from js-sys: these two calls
+    /// are all the module needs of it, and js-sys would bring code of its own.
+    #[wasm_bindgen(js_name = Error)]
+    type JsError;
+
+    #[wasm_bindgen(constructor, js_class = "Error")]
+    fn new(message: &str) -> JsError;
+
+    /// `error.code = code`.
+    #[wasm_bindgen(method, structural, setter = code)]
+    fn set_code(this: &JsError, code: &str);
+
+    /// The module's `WebAssembly.Memory` ([`wasm_bindgen::memory`]).
+    type WasmMemory;
+
+    /// `memory.buffer`: the memory's current `ArrayBuffer`.
+    #[wasm_bindgen(method, structural, getter)]
+    fn buffer(this: &WasmMemory) -> JsValue;
+
+    /// JavaScript's `Float64Array`.
+    #[wasm_bindgen(js_name = Float64Array)]
+    pub type Float64Array;
+
+    /// `new Float64Array(buffer, byteOffset, length)`: a view, not a copy.
+    #[wasm_bindgen(constructor, js_class = "Float64Array")]
+    fn view(buffer: &JsValue, byte_offset: u32, length: u32) -> Float64Array;
 }
 
 /// The one place where core errors become JavaScript errors: an `Error` whose `code` is
 /// [`LockError::code`]. The package's JS entry turns the code into the right class
 /// (`TypeError`, `RangeError`, …).
 fn to_js_error(err: LockError) -> JsValue {
-    let error = js_sys::Error::new(&err.message());
-    // Setting a property on a fresh Error cannot fail.
-    let _ = Reflect::set(&error, &JsValue::from_str("code"), &JsValue::from_str(err.code()));
+    let error = JsError::new(&err.message());
+    error.set_code(err.code());
     error.into()
 }
 
@@ -186,14 +211,15 @@ impl WasmEngine {
 
     /// The words shared with the host's fast path (`leasehold_core::fast_words`): a
     /// `Float64Array` view of linear memory, which a growth of the memory detaches (its
-    /// length reads 0 then): the host asks again.
+    /// length reads 0 then): the host asks again. The engine keeps the words, at this
+    /// address, for as long as it lives; the view is read and written only between calls
+    /// into the module.
     #[wasm_bindgen(js_name = fastWords)]
-    #[allow(unsafe_code)]
-    pub fn fast_words(&self) -> js_sys::Float64Array {
+    pub fn fast_words(&self) -> Float64Array {
         let words = self.inner.fast_words();
-        // SAFETY: the engine keeps the words, at this address, for as long as it lives;
-        // the view is read and written only between calls into the module.
-        unsafe { js_sys::Float64Array::view(std::slice::from_raw_parts(words.as_ptr(), words.len())) }
+        let memory: WasmMemory = wasm_bindgen::memory().unchecked_into();
+        // A wasm32 address is a byte offset into the memory's buffer.
+        Float64Array::view(&memory.buffer(), words.as_ptr() as usize as u32, words.len() as u32)
     }
 
     /// Panics on purpose, so tests can prove a panic becomes an Error.

@@ -4,12 +4,13 @@
 // (LEASEHOLD_ENGINE picks the engine); prints one JSON line per round: the engine's count
 // of defined locks, RSS and, on wasm, the wasm memory's size, each after a gc.
 
-// The wasm module's memory, caught as it is instantiated (the package does not expose it).
+// The wasm module's memory, caught as it is instantiated (the package does not expose it,
+// and the module's export names are shortened: it is found by its type).
 let wasmMemory;
 const Instance = WebAssembly.Instance;
 WebAssembly.Instance = function instance(module, imports) {
   const created = new Instance(module, imports);
-  if (created.exports.memory instanceof WebAssembly.Memory) wasmMemory ??= created.exports.memory;
+  wasmMemory ??= Object.values(created.exports).find((value) => value instanceof WebAssembly.Memory);
   return created;
 };
 const api = (await import('leasehold')).default;

@@ -133,13 +133,13 @@ impl Engine {
         // expiry timer can fire: the loss is found here instead, as that timer would have.
         // (A manual lease's release() after a lapse answers false without this: its
         // release finds the lease lapsed.)
-        if !e.options.manual {
-            let lapsed: Vec<u32> = (e.layers.iter().enumerate())
-                .filter(|(_, l)| matches!(&l.state, LayerState::Held(h) if h.expires_at <= now))
-                .map(|(i, _)| i as u32)
-                .collect();
-            for layer in lapsed {
-                self.lose(exec, layer, false);
+        let lapsed = |state: &LayerState| matches!(state, LayerState::Held(h) if h.expires_at <= now);
+        if !e.options.manual && e.layers.iter().any(|l| lapsed(&l.state)) {
+            // Losing one lock leaves the others' states as they are.
+            for layer in 0..e.layers.len() as u32 {
+                if self.layer_mut(exec, layer).is_some_and(|l| lapsed(&l.state)) {
+                    self.lose(exec, layer, false);
+                }
             }
         }
         let outcome = {

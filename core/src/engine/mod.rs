@@ -263,6 +263,27 @@ impl Engine {
         }
     }
 
+    /// Answers `count` pending `extend()` calls of `exec` with `ok`, one effect each.
+    fn answer_extends(&mut self, exec: u32, ok: bool, count: u32) {
+        for _ in 0..count {
+            self.effects.push_back(Effect::Extended { exec, ok });
+        }
+    }
+
+    /// Takes `exec`'s pending `run` effect out of the queue, the others keeping their
+    /// order; whether there was one.
+    fn take_back_run(&mut self, exec: u32) -> bool {
+        let mut found = false;
+        for _ in 0..self.effects.len() {
+            let Some(effect) = self.effects.pop_front() else { break };
+            match effect {
+                Effect::Run { exec: e } if e == exec && !found => found = true,
+                effect => self.effects.push_back(effect),
+            }
+        }
+        found
+    }
+
     /// Lock `layer` of `exec`, if the execution is live.
     fn layer_mut(&mut self, exec: u32, layer: u32) -> Option<&mut Layer> {
         self.execs.get_mut(&exec)?.layers.get_mut(layer as usize)

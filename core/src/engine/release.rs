@@ -70,7 +70,7 @@ impl Engine {
                 if let Some((request, _, _)) = h.in_flight {
                     self.abandon(request);
                 }
-                self.effects.extend((0..h.extend_pending).map(|_| Effect::Extended { exec, ok: false }));
+                self.answer_extends(exec, false, h.extend_pending);
                 (h.expires_at, false)
             }
             LayerState::Lost { release_by } => (release_by.unwrap_or(now), true),

@@ -66,19 +66,19 @@ impl Engine {
         h.in_flight = None;
         // Lapsed before the answer came, or renewed to a lease (a shorter extend) that
         // ran out before it came: lost, by the holder's clock.
-        if now >= h.expires_at || (result == Ok(true) && now >= sent_at.saturating_add(ttl)) {
+        if now >= h.expires_at || (matches!(result, Ok(true)) && now >= sent_at.saturating_add(ttl)) {
             self.lose(exec, layer, false);
             return;
         }
         // An extend asked for another ttl while this renewal was in flight: ask again.
-        if result == Ok(true) && h.extend_pending > 0 && ttl != wanted_ttl {
+        if matches!(result, Ok(true)) && h.extend_pending > 0 && ttl != wanted_ttl {
             h.expires_at = sent_at.saturating_add(ttl);
             self.renew(exec, layer);
             return;
         }
         let extended = std::mem::take(&mut h.extend_pending);
-        let ok = result == Ok(true);
-        let refused = result == Ok(false);
+        let ok = matches!(result, Ok(true));
+        let refused = matches!(result, Ok(false));
         match result {
             Ok(true) => {
                 h.expires_at = sent_at.saturating_add(ttl);
@@ -94,7 +94,7 @@ impl Engine {
                 self.event(exec, layer, Event::RenewalFailed { failure });
             }
         }
-        self.effects.extend((0..extended).map(|_| Effect::Extended { exec, ok }));
+        self.answer_extends(exec, ok, extended);
         // "Not yours": lost, after the pending extends are answered (`lose` winds a manual
         // lease down, and its handle then no longer listens for them).
         if refused {
@@ -150,7 +150,7 @@ impl Engine {
         if let Some((request, _, _)) = in_flight {
             self.abandon(request);
         }
-        self.effects.extend((0..extend_pending).map(|_| Effect::Extended { exec, ok: false }));
+        self.answer_extends(exec, false, extend_pending);
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
@@ -166,9 +166,7 @@ impl Engine {
             // answers false. One granted and over before the host took the grant (a tiny
             // ttl, a busy host) was never held by anyone: it is not acquired.
             Phase::Running if manual => {
-                let unseen = self.effects.iter().position(|e| matches!(e, Effect::Run { exec: x } if *x == exec));
-                if let Some(run) = unseen {
-                    self.effects.remove(run);
+                if self.take_back_run(exec) {
                     self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
                 } else {
                     // Only an auto-renewed lease is lost to its holder (its signal aborts);
