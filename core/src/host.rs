@@ -396,10 +396,10 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     while let Some(effect) = engine.take_effect() {
         use flat::{event as ev, kind, outcome};
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
-            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue } => {
+            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue, handed_over } => {
                 // The host keeps the key and owner of a lock's acquire for its renewals
-                // and its release.
-                let at = if exec != 0 && method != StoreMethod::Acquire {
+                // and its release; a lease handed over names its own.
+                let at = if exec != 0 && method != StoreMethod::Acquire && !handed_over {
                     -1.0
                 } else {
                     let at = text(strings, key);
@@ -489,7 +489,9 @@ pub fn start_word(engine: &mut Engine, exec: u32, options: u32, start: crate::St
 /// [`status::STORE_CALL`] code and the request id.
 fn take_sole_call(engine: &mut Engine, exec: u32, method: StoreMethod) -> Option<(u32, u32)> {
     let found = match engine.sole_effect()? {
-        Effect::StoreCall { request, exec: e, layer: 0, method: m, queue, .. } if *e == exec && *m == method => {
+        Effect::StoreCall { request, exec: e, layer: 0, method: m, queue, handed_over: false, .. }
+            if *e == exec && *m == method =>
+        {
             (if *queue { status::STORE_CALL_QUEUED } else { status::STORE_CALL }, *request)
         }
         _ => return None,

@@ -113,6 +113,9 @@ pub enum Effect {
         /// "held" answer leaves the execution waiting (its `wait` has not run out), so
         /// the store should queue the owner for a grant.
         queue: bool,
+        /// The lease was handed over from another execution of the engine: its renew or
+        /// release names its key and owner, which the host has not seen for this lock.
+        handed_over: bool,
     },
     /// Every lock of the execution is held: run its callback (or hand out the lease).
     Run {

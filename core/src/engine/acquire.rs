@@ -1,13 +1,13 @@
 //! Acquiring a lock: a try of the store, and what its answer leads to.
 
-use super::state::{at, at_mut, exec_at, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin, Phase};
+use super::state::{at, at_mut, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin};
 use super::waiting::HeadLeft;
 use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
 use crate::memory_store::TryAcquire;
 use crate::polling::{renew_after, Backoff};
 use crate::text::text;
-use crate::types::{Effect, Event, Outcome, StoreRef};
+use crate::types::{Event, Outcome, StoreRef};
 use crate::Millis;
 
 impl Engine {
@@ -24,6 +24,7 @@ impl Engine {
             in_flight: None,
             next_try: None,
             release_seen: false,
+            asked_store: false,
         });
         self.try_acquire(exec, layer);
     }
@@ -57,10 +58,20 @@ impl Engine {
                 self.on_try(exec, layer, now, result);
             }
             StoreRef::External { id, .. } => {
+                // Held by an execution here: wait for it to hand the lease over (or give
+                // it back to the store, which wakes this waiter), asking the store nothing.
+                if self.turn_of(store).is_some() {
+                    let key = &layer_at(&self.execs, exec, layer).spec.key;
+                    if self.local_holder(store, key).is_some_and(|holder| holder != exec) {
+                        self.on_try(exec, layer, now, TryResult::Held { until: Some(Millis::MAX) });
+                        return;
+                    }
+                }
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
                 if let Some(a) = self.acquiring_mut(exec, layer) {
                     a.in_flight = Some((request, now));
                     a.next_try = None;
+                    a.asked_store = true;
                 }
                 self.arm_acquiring(exec, layer);
             }
@@ -111,16 +122,14 @@ impl Engine {
                     in_flight: None,
                     retry: Backoff::default(),
                     extend_pending: 0,
+                    grant: None,
                 });
+                if self.turn_of(store).is_some() {
+                    self.note_grant(exec, layer, token, sent_at);
+                }
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
-                let count = exec_at(&self.execs, exec).layers.len() as u32;
-                if layer + 1 < count {
-                    self.begin_layer(exec, layer + 1);
-                } else if let Some(e) = self.execs.get_mut(&exec) {
-                    e.phase = Phase::Running;
-                    self.effects.push_back(Effect::Run { exec });
-                }
+                self.held_all_up_to(exec, layer);
             }
             TryResult::Held { until } => {
                 let key = key_of(self);

@@ -151,6 +151,10 @@ impl Engine {
             self.abandon(request);
         }
         self.effects.extend((0..extend_pending).map(|_| Effect::Extended { exec, ok: false }));
+        self.forget_holder(exec, layer);
+        if let Some((store, key)) = self.turn_key(exec, layer) {
+            self.wake_local_waiter(store, &key);
+        }
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
