@@ -61,18 +61,23 @@ const STORES = {
   },
 };
 
-/** `store` with its calls counted by method. */
+/** `store` with its calls counted by method, and those answered. */
 function counted(store) {
   const calls = { acquire: 0, renew: 0, release: 0 };
+  const answered = { acquire: 0, renew: 0, release: 0 };
   for (const method of Object.keys(calls)) {
     const original = store[method].bind(store);
     store[method] = (...args) => {
       calls[method] += 1;
-      return original(...args);
+      const pending = original(...args);
+      pending.finally(() => {
+        answered[method] += 1;
+      }).catch(noop);
+      return pending;
     };
   }
   closers.push(() => store.close());
-  return { store, calls };
+  return { store, calls, answered };
 }
 
 /** A process of `handoff-worker.mjs`: its lines as they come, and a way to say "stop". */
@@ -176,6 +181,46 @@ for (const kind of Object.keys(STORES)) {
       await Promise.all(runs);
     });
 
+    test('with linger, a loop of executions keeps the lease, and gives it back after', async () => {
+      const clock = new FakeTimeProvider(1_000);
+      const { store, calls, answered } = counted(STORES[kind].make());
+      const key = uniqueKey(`${kind}-linger`);
+      const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock })
+        .addLock({ key, store, ttl: '10s', linger: 5 })
+        .build();
+      const tokens = [];
+      for (let i = 0; i < 8; i += 1) {
+        tokens.push(await pipeline.execute(() => getLockToken()));
+        clock.advance(1); // 1 ms between executions, within one turn (10 ms)
+      }
+      for (let i = 1; i < tokens.length; i += 1) assert.ok(tokens[i] > tokens[i - 1], `${tokens}`);
+      assert.equal(calls.acquire, 1, 'one acquire for 8 executions');
+      assert.equal(calls.release, 0);
+      // Settled: the lease stays here for its linger, then goes back to the store.
+      const other = STORES[kind].make();
+      closers.push(() => other.close());
+      assert.equal(await other.acquire(key, 'meanwhile', 1000), undefined, 'held for the linger');
+      clock.advance(5);
+      await within(5000, 'the release', waitUntil(() => answered.release === 1));
+      const after = await other.acquire(key, 'after', 1000);
+      assert.ok(after?.fencingToken > tokens.at(-1), 'free after the linger, with a larger token');
+    });
+
+    test('linger is checked: a duration within the store\'s turn', () => {
+      const store = STORES[kind].make();
+      closers.push(() => store.close());
+      const add = (options) => new ResiliencePipelineBuilder().addLock({ key: 'k', store, ...options });
+      assert.throws(() => add({ linger: 11 }), { name: 'RangeError', message: /linger must be at most the store's turn \(its handOffAfter, 10 ms\), got 11/ });
+      assert.throws(() => add({ linger: -1 }), { name: 'RangeError', message: /linger/ });
+      assert.throws(() => add({ linger: 'soon' }), { message: /linger/ });
+      assert.throws(() => new ResiliencePipelineBuilder().addLock({ key: 'k', linger: 5 }), {
+        name: 'TypeError',
+        message: /linger needs a store that hands leases over/,
+      });
+      add({ linger: '5ms' });
+      add({ linger: 0 });
+    });
+
     test('a renew or release that carries a token makes the next grant larger', async () => {
       const store = STORES[kind].make();
       closers.push(() => store.close());
@@ -220,7 +265,7 @@ for (const kind of Object.keys(STORES)) {
     test('a holder paused past its ttl (SIGSTOP) hid no token larger than the next grant', async () => {
       const key = uniqueKey(`${kind}-paused`);
       const held = worker(kind, key, 500, 'loop');
-      await within(10_000, 'local handoffs in the other process', held.next(() => tokensOf(held).length >= 50));
+      await within(30_000, 'local handoffs in the other process', held.next(() => tokensOf(held).length >= 50));
       held.child.kill('SIGSTOP');
       const stoppedAt = Date.now();
       try {
@@ -242,7 +287,7 @@ for (const kind of Object.keys(STORES)) {
         held.child.kill('SIGCONT');
       }
       held.stop();
-      await within(10_000, 'the paused process to stop', held.exited);
+      await within(30_000, 'the paused process to stop', held.exited);
     });
   });
 }
@@ -251,7 +296,7 @@ describe('local handoff on redis across a restart that lost the data', () => {
   test('the first grant after the restart exceeds every token handed out before it', async () => {
     const key = uniqueKey('restart');
     const held = worker('redis', key, 5000, 'loop');
-    await within(10_000, 'local handoffs in the other process', held.next(() => tokensOf(held).length >= 50));
+    await within(30_000, 'local handoffs in the other process', held.next(() => tokensOf(held).length >= 50));
     await redis.restart();
     const store = STORES.redis.make();
     let granted;
@@ -273,7 +318,7 @@ describe('local handoff on redis across a restart that lost the data', () => {
     assert.ok(granted.fencingToken > highest, `${granted.fencingToken} > ${highest}`);
     await store.release(key, 'after-the-restart');
     held.stop();
-    await within(10_000, 'the other process to stop', held.exited);
+    await within(30_000, 'the other process to stop', held.exited);
   });
 });
 

@@ -51,6 +51,7 @@ function createApi(rawBinding, options) {
     checkDuration: undefined,
     checkTtl: undefined,
     refuseMemoryWait: undefined,
+    lingerKind: undefined,
     EngineHost: undefined,
     FakeTimeProvider: undefined,
     systemHost: undefined,

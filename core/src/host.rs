@@ -125,6 +125,10 @@ pub mod store_kind {
     pub const GRANTING: u32 = 3;
 }
 
+/// A lock's kind argument is its store's kind plus `LINGER_UNIT` × its linger in ms
+/// ([`LockSpec::linger`]).
+pub const LINGER_UNIT: u32 = 256;
+
 /// A store reference from the host's kind and id.
 ///
 /// # Errors
@@ -180,13 +184,14 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// # Errors
 /// An argument error for an unknown store kind, an empty key, or a ttl of zero.
 pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<LockSpec, LockError> {
+    let (kind, linger) = (kind % LINGER_UNIT, Millis::from(kind / LINGER_UNIT));
     let store = store_ref(kind, store)?;
     let ttl = duration::from_millis(ttl, "ttl")?;
     if ttl == 0 {
         return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
     }
     let wait = if wait < 0.0 { None } else { Some(duration::from_millis(wait, "wait")?) };
-    Ok(LockSpec { store, key, ttl, wait })
+    Ok(LockSpec { store, key, ttl, wait, linger })
 }
 
 /// The outer locks of an execution being started, which hosts pass one call at a time

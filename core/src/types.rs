@@ -50,6 +50,9 @@ pub struct LockSpec {
     pub ttl: Millis,
     /// How long to wait for a held lock; `None` waits as long as it takes.
     pub wait: Option<Millis>,
+    /// On a store that hands leases over locally: how long a released lease stays with
+    /// this engine for the next execution that asks for it (0: none).
+    pub linger: Millis,
 }
 
 /// How an execution behaves besides its locks.

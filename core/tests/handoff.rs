@@ -18,7 +18,7 @@ fn engine() -> Engine {
 }
 
 fn lock(key: &str) -> LockSpec {
-    LockSpec { store: EXT, key: key.into(), ttl: 30_000, wait: None }
+    LockSpec { store: EXT, key: key.into(), ttl: 30_000, wait: None, linger: 0 }
 }
 
 /// The store calls among the pending effects: (request, method, owner, handed over).
@@ -167,4 +167,69 @@ fn a_store_without_a_turn_never_hands_over() {
     e.advance(1).unwrap();
     assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
     assert_eq!(e.token(2), None);
+}
+
+fn lingering(key: &str, linger: Millis) -> LockSpec {
+    LockSpec { linger, ..lock(key) }
+}
+
+#[test]
+fn a_lingering_lease_goes_to_the_next_execution_that_asks_with_no_store_call() {
+    let mut e = engine();
+    assert_eq!(e.start(1, vec![lingering("k", 5)], OPTIONS).unwrap(), Start::Pending);
+    let request = calls(&mut e)[0].0;
+    e.answer(request, Answer::Acquired(Some(1_000)));
+    calls(&mut e);
+    e.advance(1).unwrap();
+    assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value), "settles at once");
+    assert!(calls(&mut e).is_empty(), "the lease stays here");
+    e.advance(2).unwrap();
+    assert_eq!(e.start(2, vec![lingering("k", 5)], OPTIONS).unwrap(), Start::Pending);
+    let effects: Vec<Effect> = std::iter::from_fn(|| e.take_effect()).collect();
+    assert_eq!(effects, vec![Effect::Run { exec: 2 }], "granted in the call, no store call");
+    assert_eq!(e.token(2), Some(1_001));
+    assert_eq!(e.live_executions(), 1, "nothing kept besides");
+}
+
+#[test]
+fn a_lingering_lease_nobody_asks_for_goes_back_to_the_store_after_the_linger() {
+    let mut e = engine();
+    assert_eq!(e.start(1, vec![lingering("k", 5)], OPTIONS).unwrap(), Start::Pending);
+    let request = calls(&mut e)[0].0;
+    e.answer(request, Answer::Acquired(Some(1_000)));
+    calls(&mut e);
+    let owner = e.layer_owner(1, 0).unwrap().to_owned();
+    e.advance(1).unwrap();
+    e.finish(1, true).unwrap();
+    e.advance(4).unwrap();
+    assert!(calls(&mut e).is_empty(), "kept for the linger");
+    e.advance(1).unwrap();
+    let released: Vec<(StoreMethod, String)> = std::iter::from_fn(|| e.take_effect())
+        .filter_map(|fx| match fx {
+            Effect::StoreCall { method, owner, handed_over: true, .. } => Some((method, owner)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(released, vec![(StoreMethod::Release, owner)], "released under its owner, at the linger's end");
+    assert!(e.next_deadline().is_some(), "the release is awaited");
+}
+
+#[test]
+fn a_linger_ends_with_the_turn() {
+    let mut e = engine();
+    assert_eq!(e.start(1, vec![lingering("k", TURN)], OPTIONS).unwrap(), Start::Pending);
+    let request = calls(&mut e)[0].0;
+    e.answer(request, Answer::Acquired(Some(1_000)));
+    calls(&mut e);
+    e.advance(8).unwrap();
+    e.finish(1, true).unwrap();
+    assert!(calls(&mut e).is_empty());
+    e.advance(2).unwrap();
+    assert_eq!(calls(&mut e).iter().map(|c| c.1).collect::<Vec<_>>(), vec![StoreMethod::Release], "at the turn's end");
+}
+
+#[test]
+fn host_execution_ids_stay_below_the_engines_own() {
+    let mut e = engine();
+    assert!(e.start(1 << 31, vec![lock("k")], OPTIONS).is_err());
 }

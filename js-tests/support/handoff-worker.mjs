@@ -5,7 +5,8 @@
 //   node handoff-worker.mjs <redis|postgres> <redis port | pg url> <key> <ttl ms> <mode>
 //
 // Modes:
-//   loop   4 executions at a time, back to back, until a line "stop" arrives on stdin.
+//   loop   4 executions at a time (each waiting up to 3 s), back to back, until a line
+//          "stop" arrives on stdin.
 //          Each prints {token, at} as its callback starts (`at`: Date.now(), the clock
 //          the test shares), then {stopped, errors} at the end.
 //   once   one execution (waiting up to 20 s); prints {token, waitedMs} or {error}.
@@ -41,7 +42,7 @@ if (kind === 'redis') {
     await pool.end();
   };
 }
-const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: Number(ttlText), wait: '20s' }).build();
+const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: Number(ttlText), wait: mode === 'loop' ? '3s' : '20s' }).build();
 
 let stopping = false;
 const lines = createInterface({ input: process.stdin });

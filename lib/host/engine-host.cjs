@@ -145,8 +145,9 @@ function defineEngineHost(api) {
     }
 
     newExecId() {
+      // Below 2^31: the engine numbers its own executions (parked leases) above.
       do {
-        this.nextExec = (this.nextExec + 1) >>> 0;
+        this.nextExec = (this.nextExec + 1) % 0x80000000;
       } while (this.nextExec === 0 || this.execs.has(this.nextExec));
       return this.nextExec;
     }

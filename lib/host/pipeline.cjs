@@ -23,7 +23,7 @@ const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkStore 
  * execution classes and checks they use.
  */
 function definePipelines(api) {
-  const { fromEngine, ambient, nested, hostOf, MemoryLockStore, checkDuration, checkTtl, refuseMemoryWait } = api;
+  const { fromEngine, ambient, nested, hostOf, MemoryLockStore, checkDuration, checkTtl, refuseMemoryWait, lingerKind } = api;
   const { ResilienceContext, Execution, liveContext } = api;
 
   function normaliseLock(options, host) {
@@ -31,7 +31,7 @@ function definePipelines(api) {
       throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
     }
     checkOptionNames(options, LOCK_OPTIONS, 'addLock');
-    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name } = options;
+    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name, linger } = options;
     if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
       throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
     }
@@ -56,7 +56,9 @@ function definePipelines(api) {
       target = store;
     }
     refuseMemoryWait(waitMs, target, host);
-    const { kind, id } = host.registerStore(target);
+    const ref = host.registerStore(target);
+    const { id } = ref;
+    const kind = lingerKind(linger, ref, target);
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock' };
   }

@@ -62,9 +62,15 @@ impl Engine {
                 // it back to the store, which wakes this waiter), asking the store nothing.
                 if self.turn_of(store).is_some() {
                     let key = &layer_at(&self.execs, exec, layer).spec.key;
-                    if self.local_holder(store, key).is_some_and(|holder| holder != exec) {
-                        self.on_try(exec, layer, now, TryResult::Held { until: Some(Millis::MAX) });
-                        return;
+                    if let Some(holder) = self.local_holder(store, key).filter(|&holder| holder != exec) {
+                        if self.take_parked(holder, exec, layer) {
+                            return;
+                        }
+                        let key = &layer_at(&self.execs, exec, layer).spec.key;
+                        if self.local_holder(store, key).is_some() {
+                            self.on_try(exec, layer, now, TryResult::Held { until: Some(Millis::MAX) });
+                            return;
+                        }
                     }
                 }
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
@@ -123,6 +129,7 @@ impl Engine {
                     retry: Backoff::default(),
                     extend_pending: 0,
                     grant: None,
+                    linger_until: None,
                 });
                 if self.turn_of(store).is_some() {
                     self.note_grant(exec, layer, token, sent_at);

@@ -18,12 +18,21 @@
 //! - While an execution here holds the key, a new waiter for it waits here, without a
 //!   store call; once the lease goes back to the store, the first waiter here asks.
 
-use super::state::{current_layer, exec_at, layer_at, take_acquiring, Grant, Held, LayerState, Phase};
+use super::state::{current_layer, exec_at, layer_at, take_acquiring, Exec, Grant, Held, Layer, LayerState, Phase};
 use super::waiting::HeadLeft;
 use super::Engine;
 use crate::polling::Backoff;
-use crate::types::{Effect, Event, StoreRef, Wake};
+use crate::types::{Effect, Event, ExecOptions, Outcome, StoreRef, Wake};
 use crate::Millis;
+
+/// Executions with this bit are the engine's own, keeping a parked lease: hosts
+/// number theirs below it.
+pub const PARKED: u32 = 1 << 31;
+
+/// Whether `exec` is an execution that keeps a parked lease.
+pub(super) fn is_parked(exec: u32) -> bool {
+    exec & PARKED != 0
+}
 
 impl Engine {
     /// Makes JS store `store` hand leases over between this engine's executions, each
@@ -90,18 +99,25 @@ impl Engine {
         }
     }
 
-    /// The waiter lock `layer` of `exec`'s lease can be handed to now, if any: the first
-    /// waiter here for its key, while the lease is live, within the store's turn, and
-    /// with a token the bound above allows.
-    fn successor(&self, exec: u32, layer: u32) -> Option<(u32, u32)> {
+    /// Whether lock `layer` of `exec`'s lease can pass to another execution here now:
+    /// live, within the store's turn, and with a token the bound above allows.
+    fn can_pass(&self, exec: u32, layer: u32) -> bool {
         let now = self.time;
         let l = layer_at(&self.execs, exec, layer);
-        let turn = self.turn_of(l.spec.store)?;
-        let LayerState::Held(h) = &l.state else { return None };
-        let grant = h.grant?;
-        if now >= h.expires_at || now >= grant.turn_from.saturating_add(turn) {
-            return None;
-        }
+        let (Some(turn), LayerState::Held(h), Some(token)) = (self.turn_of(l.spec.store), &l.state, l.token) else {
+            return false;
+        };
+        let Some(grant) = h.grant else { return false };
+        let issued = token.saturating_add(1) - grant.token;
+        now < h.expires_at
+            && now < grant.turn_from.saturating_add(turn)
+            && issued <= self.clock.now_micros().saturating_sub(grant.answered_us)
+    }
+
+    /// The waiter lock `layer` of `exec`'s lease can be handed to now, if any: the first
+    /// waiter here for its key.
+    fn successor(&self, exec: u32, layer: u32) -> Option<(u32, u32)> {
+        let l = layer_at(&self.execs, exec, layer);
         let next = self.queues.head(l.spec.store, &l.spec.key).filter(|&n| n != exec)?;
         let e = self.execs.get(&next)?;
         let next_layer = current_layer(e);
@@ -110,22 +126,24 @@ impl Engine {
         // the key after this process let it go, and it would be held after everything
         // here has settled.
         let idle = matches!(&w.state, LayerState::Acquiring(a) if a.in_flight.is_none());
-        if !idle || w.spec.store != l.spec.store || w.spec.key != l.spec.key {
-            return None;
-        }
-        let issued = l.token?.checked_add(1)? - grant.token;
-        let elapsed_us = self.clock.now_micros().saturating_sub(grant.answered_us);
-        (issued <= elapsed_us).then_some((next, next_layer))
+        (idle && w.spec.store == l.spec.store && w.spec.key == l.spec.key && self.can_pass(exec, layer))
+            .then_some((next, next_layer))
     }
 
     /// Hands lock `layer` of `exec`, being released, to the first waiter here when it
-    /// can (see [`Engine::successor`]); whether it did. The lease keeps its owner and
-    /// expiry; the waiter gets the next token.
+    /// can (see [`Engine::successor`]); whether it did.
     pub(super) fn hand_over(&mut self, exec: u32, layer: u32) -> bool {
         let Some((next, next_layer)) = self.successor(exec, layer) else { return false };
+        self.pass_lease(exec, layer, next, next_layer);
+        true
+    }
+
+    /// Passes the lease of lock `layer` of `exec` to lock `to_layer` of `to`, which is
+    /// acquiring its key: it keeps its owner and expiry, and `to` gets the next token.
+    fn pass_lease(&mut self, exec: u32, layer: u32, to: u32, to_layer: u32) {
         let now = self.time;
-        let Some(l) = self.layer_mut(exec, layer) else { return false };
-        let LayerState::Held(h) = std::mem::replace(&mut l.state, LayerState::Done) else { return false };
+        let Some(l) = self.layer_mut(exec, layer) else { return };
+        let LayerState::Held(h) = std::mem::replace(&mut l.state, LayerState::Done) else { return };
         let owner = std::mem::take(&mut l.owner);
         let token = l.token.unwrap_or_default() + 1;
         let (store, key) = (l.spec.store, l.spec.key.clone());
@@ -137,8 +155,8 @@ impl Engine {
         self.arm(exec, layer, None);
         self.event(exec, layer, Event::Released);
 
-        let renews = exec_at(&self.execs, next).options.renew;
-        let Some(w) = self.layer_mut(next, next_layer) else { return false };
+        let renews = exec_at(&self.execs, to).options.renew;
+        let Some(w) = self.layer_mut(to, to_layer) else { return };
         let waiting = take_acquiring(w);
         let own_owner = std::mem::replace(&mut w.owner, owner);
         w.inherited = true;
@@ -151,10 +169,11 @@ impl Engine {
             retry: Backoff::default(),
             extend_pending: 0,
             grant: h.grant,
+            linger_until: None,
         });
-        let StoreRef::External { id, wake } = store else { return false };
+        let StoreRef::External { id, wake } = store else { return };
         self.forget_holder(exec, layer);
-        self.holders.push((next, next_layer));
+        self.holders.push((to, to_layer));
         // Larger than every token seen for the key: the store's next grant must be too.
         let _ = self.floors.admit(id, &key, token);
         // A granting store may have queued the waiter under its own owner id: it leaves
@@ -163,12 +182,80 @@ impl Engine {
             self.release_unheld(id, key.clone(), own_owner);
         }
         if waiting.queued {
-            self.leave_queue(next, store, &key, HeadLeft::Acquired);
+            self.leave_queue(to, store, &key, HeadLeft::Acquired);
         }
-        self.arm_held(next, next_layer);
-        self.event(next, next_layer, Event::Acquired { waited, token });
-        self.held_all_up_to(next, next_layer);
+        self.arm_held(to, to_layer);
+        self.event(to, to_layer, Event::Acquired { waited, token });
+        self.held_all_up_to(to, to_layer);
+    }
+
+    /// Keeps the lease of lock `layer` of `exec`, being released with nobody here
+    /// waiting, for the lock's linger (within the turn and the lease), under an
+    /// execution of the engine's own; whether it did.
+    pub(super) fn park(&mut self, exec: u32, layer: u32) -> bool {
+        let now = self.time;
+        let l = layer_at(&self.execs, exec, layer);
+        let (linger, Some(turn), LayerState::Held(h)) = (l.spec.linger, self.turn_of(l.spec.store), &l.state) else {
+            return false;
+        };
+        let Some(grant) = h.grant.filter(|_| linger > 0 && !is_parked(exec)) else { return false };
+        let until = now.saturating_add(linger).min(grant.turn_from.saturating_add(turn)).min(h.expires_at);
+        if until <= now {
+            return false;
+        }
+        let parked = self.next_parked_id();
+        let renew = exec_at(&self.execs, exec).options.renew;
+        let Some(l) = self.layer_mut(exec, layer) else { return false };
+        let LayerState::Held(mut h) = std::mem::replace(&mut l.state, LayerState::Done) else { return false };
+        h.linger_until = Some(until);
+        let kept = Layer {
+            spec: l.spec.clone(),
+            owner: std::mem::take(&mut l.owner),
+            token: l.token,
+            started_at: now,
+            state: LayerState::Held(h),
+            timer_at: None,
+            timer_generation: 0,
+            timer_keeps_alive: false,
+            released_as_owner: false,
+            inherited: true,
+        };
+        l.released_as_owner = true;
+        self.arm(exec, layer, None);
+        self.event(exec, layer, Event::Released);
+        // A manual execution: a loss winds it down (see `lose`), and nothing settles it.
+        let options = ExecOptions { renew, telemetry: false, manual: true };
+        self.execs
+            .insert(parked, Exec { layers: vec![kept], options, phase: Phase::Running, lost: None, completion: None });
+        self.forget_holder(exec, layer);
+        self.holders.push((parked, 0));
+        self.arm_held(parked, 0);
         true
+    }
+
+    /// Lock `layer` of `exec` asks for a key held here: a lease kept for it is its at
+    /// once (true); one that can no longer be kept goes back to the store.
+    pub(super) fn take_parked(&mut self, holder: u32, exec: u32, layer: u32) -> bool {
+        if !is_parked(holder) {
+            return false;
+        }
+        if !self.can_pass(holder, 0) {
+            self.wind_down(holder, Outcome::Value);
+            return false;
+        }
+        self.pass_lease(holder, 0, exec, layer);
+        self.drop_exec(holder);
+        true
+    }
+
+    /// An id for a parked lease's execution, in the half of the ids hosts do not use.
+    fn next_parked_id(&mut self) -> u32 {
+        loop {
+            self.next_parked = self.next_parked.wrapping_add(1) | PARKED;
+            if !self.execs.contains_key(&self.next_parked) {
+                return self.next_parked;
+            }
+        }
     }
 
     /// Lock `layer` of `exec` is held: the next lock is acquired, or the callback runs.

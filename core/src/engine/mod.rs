@@ -86,6 +86,8 @@ pub struct Engine {
     turns: Vec<(u32, Millis)>,
     /// The locks (execution, layer) that hold a lease on such a store.
     holders: Vec<(u32, u32)>,
+    /// The last id given to a parked lease's execution (see `handoff.rs`).
+    next_parked: u32,
 }
 
 impl fmt::Debug for Engine {
@@ -144,6 +146,7 @@ impl Engine {
             trying_heads: false,
             turns: Vec::new(),
             holders: Vec::new(),
+            next_parked: 0,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Winding an execution down: leaving its queue, releasing leases, settling.
 
+use super::handoff::is_parked;
 use super::state::{
     at, at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
 };
@@ -58,11 +59,14 @@ impl Engine {
                 outcome = Outcome::NotHeld;
             }
             self.drop_exec(exec);
-            self.effects.push_back(Effect::Settled { exec, outcome });
+            // A parked lease's execution is the engine's own: no host waits for it.
+            if !is_parked(exec) {
+                self.effects.push_back(Effect::Settled { exec, outcome });
+            }
             return;
         };
         let layer = layer as u32;
-        if self.hand_over(exec, layer) {
+        if self.hand_over(exec, layer) || self.park(exec, layer) {
             self.release_next(exec);
             return;
         }

@@ -18,6 +18,10 @@ impl Engine {
             // (a manual lease) nothing is due before expiry, where the lease is over.
             (Some(_), _) | (None, None) => Some(h.expires_at),
         };
+        let at = match h.linger_until {
+            Some(until) => at.map(|at| at.min(until)),
+            None => at,
+        };
         self.arm(exec, layer, at);
     }
 

@@ -35,6 +35,8 @@ pub(super) struct Held {
     /// On a store that hands leases over locally: the store's grant this lease came
     /// from, which bounds the tokens handed out after it (see `handoff.rs`).
     pub(super) grant: Option<Grant>,
+    /// A lease released and kept for the next execution here that asks: until when.
+    pub(super) linger_until: Option<Millis>,
 }
 
 /// The store's grant a lease handed over locally started from.
@@ -109,6 +111,7 @@ impl Layer {
         self.spec.key.clone_from(&spec.key);
         self.spec.ttl = spec.ttl;
         self.spec.wait = spec.wait;
+        self.spec.linger = spec.linger;
         self.owner.clear();
         self.token = None;
         self.started_at = 0;
