@@ -2,7 +2,8 @@
 // (support/redis-client.mjs), each used the way its README shows.
 //
 // `createRedisLock(name, { client, ttlMs, waitMs, onLost })` resolves to
-// `{ run(key, fn), close() }`. `fn` gets `{ token }`: the fencing token where the
+// `{ run(key, fn), close() }`, and optionally `idle()`: resolves once nothing of the
+// lock's is left to send (leasehold with linger). `fn` gets `{ token }`: the fencing token where the
 // library has one (leasehold only), else undefined. `onLost()` is called when the
 // library tells the holder that its lock is gone, if it ever does.
 //
@@ -152,7 +153,9 @@ async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOpt
     .build();
   return {
     run: (key, fn) => pipeline.execute(() => fn({ token: api.getLockToken() }), { operationKey: key }),
-    // A lease still lingering when the client closes would stay held until its ttl.
+    // Until a lingering lease is released: a client that closes (or blocks its
+    // connection, as BLPOP does) before that keeps the key held until its ttl.
+    idle: () => (lockOptions.linger ? sleep(lockOptions.linger + 20) : undefined),
     close: async () => {
       if (lockOptions.linger) await sleep(lockOptions.linger + 20);
       await store.close();
