@@ -233,3 +233,18 @@ fn host_execution_ids_stay_below_the_engines_own() {
     let mut e = engine();
     assert!(e.start(1 << 31, vec![lock("k")], OPTIONS).is_err());
 }
+
+#[test]
+fn the_first_waiter_behind_a_holder_here_still_polls_the_store() {
+    let mut e = engine();
+    take(&mut e, 1, "k", 1_000);
+    assert_eq!(start(&mut e, 2, "k"), None);
+    assert_eq!(start(&mut e, 3, "k"), None);
+    e.advance(49).unwrap();
+    assert!(calls(&mut e).is_empty());
+    e.advance(1).unwrap();
+    let polls = calls(&mut e);
+    assert_eq!(polls.len(), 1, "only the first waiter polls: {polls:?}");
+    assert_eq!(polls[0].1, StoreMethod::Acquire);
+    assert_eq!(e.request_exec(polls[0].0), Some(2), "so a store that went away is found");
+}

@@ -58,17 +58,20 @@ impl Engine {
                 self.on_try(exec, layer, now, result);
             }
             StoreRef::External { id, .. } => {
-                // Held by an execution here: wait for it to hand the lease over (or give
-                // it back to the store, which wakes this waiter), asking the store nothing.
+                // Held by an execution here: a waiter that comes waits for it to hand the
+                // lease over (or give it back to the store, which wakes the first waiter),
+                // asking the store nothing; only the first waiter's polls still go to the
+                // store, which is how a store that went away is found.
                 if self.turn_of(store).is_some() {
                     let key = &layer_at(&self.execs, exec, layer).spec.key;
                     if let Some(holder) = self.local_holder(store, key).filter(|&holder| holder != exec) {
                         if self.take_parked(holder, exec, layer) {
                             return;
                         }
+                        let joining = self.acquiring_mut(exec, layer).is_some_and(|a| !a.queued);
                         let key = &layer_at(&self.execs, exec, layer).spec.key;
-                        if self.local_holder(store, key).is_some() {
-                            self.on_try(exec, layer, now, TryResult::Held { until: Some(Millis::MAX) });
+                        if joining && self.local_holder(store, key).is_some() {
+                            self.on_try(exec, layer, now, TryResult::Held { until: None });
                             return;
                         }
                     }
