@@ -80,10 +80,13 @@ export interface LockStore {
     ttlMs: number,
     options?: { queue?: boolean },
   ): Promise<{ fencingToken: number } | undefined>;
-  /** The live lease belongs to `owner`: push its expiry to now + ttlMs, return true. Else false. */
-  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
-  /** Delete the lease only if it belongs to `owner`. */
-  release(key: string, owner: string): Promise<unknown>;
+  /**
+   * The live lease belongs to `owner`: push its expiry to now + ttlMs, return true. Else false.
+   * `options` is passed only to stores with `localHandoff`: see there.
+   */
+  renew(key: string, owner: string, ttlMs: number, options?: { fencingToken: number }): Promise<boolean>;
+  /** Delete the lease only if it belongs to `owner`. `options`: as for `renew`. */
+  release(key: string, owner: string, options?: { fencingToken: number }): Promise<unknown>;
   /**
    * Optional: call `onReleased()` when a lease on `key` ends, so waiters are woken at once
    * instead of at their next poll. Returns a function that stops listening. A store with
@@ -98,6 +101,14 @@ export interface LockStore {
    * a released lease to the first of them, telling it through `subscribe`. Read once.
    */
   readonly grantsOnRelease?: boolean;
+  /**
+   * Optional: this store's turn in milliseconds when one engine may hand its leases from
+   * one execution to the next with no store call (README, "Your own store"). The store
+   * must then: make the key's next grant larger than the `fencingToken` a `renew` or
+   * `release` of the owner's live lease carries, and never grant a token below its
+   * clock in microseconds. Read once.
+   */
+  readonly localHandoff?: number;
   /** Optional, advisory: whether `key` has a live lease. */
   isLocked?(key: string): Promise<boolean>;
   /** Optional, advisory: milliseconds left on the live lease, `undefined` when free. */
@@ -157,6 +168,13 @@ export interface LockOptions {
   onLockLost?: (args: LockLostArgs) => void | Promise<void>;
   /** A name for telemetry. Default `'lock'`. */
   name?: string;
+  /**
+   * On a store that hands leases over between executions (`localHandoff`: Redis,
+   * PostgreSQL): how long a released lease stays in this process for the next execution
+   * here that asks for it, with no store call. Meanwhile other processes find the key
+   * held. Default 0; at most the store's turn (`handOffAfter`).
+   */
+  linger?: Duration;
 }
 
 export type TelemetryEvent =

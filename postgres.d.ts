@@ -50,6 +50,12 @@ export interface PostgresLockStoreOptions {
    * a connection of its own instead (see `subscribe`). The store never closes it.
    */
   listenClient?: PgLikeListenClient;
+  /**
+   * The turn of a process on a key, in milliseconds: how long one engine hands a lease
+   * between its own executions, with no statement, before giving it back to the table.
+   * @default 10
+   */
+  handOffAfter?: number;
 }
 
 /**
@@ -76,7 +82,7 @@ export interface PostgresLockStoreOptions {
  *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
  */
 export declare class PostgresLockStore {
-  /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify` or `listenClient` is invalid. */
+  /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify`, `listenClient` or `handOffAfter` is invalid. */
   constructor(options: PostgresLockStoreOptions);
 
   readonly table: string;
@@ -97,11 +103,20 @@ export declare class PostgresLockStore {
    */
   acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
 
-  /** Resets the lease to `ttlMs` from now (database time); `false` when the live lease is not `owner`'s. */
-  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Resets the lease to `ttlMs` from now (database time); `false` when the live lease is
+   * not `owner`'s. `{ fencingToken }`: the key's next grant is larger than it.
+   */
+  renew(key: string, owner: string, ttlMs: number, options?: { fencingToken: number }): Promise<boolean>;
 
-  /** Ends `owner`'s live lease and announces it; `false` when it had lapsed or is someone else's. */
-  release(key: string, owner: string): Promise<boolean>;
+  /**
+   * Ends `owner`'s live lease and announces it; `false` when it had lapsed or is someone
+   * else's. `{ fencingToken }`: as for `renew`.
+   */
+  release(key: string, owner: string, options?: { fencingToken: number }): Promise<boolean>;
+
+  /** `handOffAfter`: one engine hands a lease between its executions for at most this long. */
+  readonly localHandoff: number;
 
   /** Whether a live lease exists (advisory). */
   isLocked(key: string): Promise<boolean>;

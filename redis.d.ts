@@ -125,14 +125,21 @@ export declare class RedisLockStore {
   /** True while the store can deliver grants: not closed, and the client can `duplicate()`. */
   readonly grantsOnRelease: boolean;
 
-  /** Resets the lease to `ttlMs` from now; `false` when the live lease is not `owner`'s. */
-  renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Resets the lease to `ttlMs` from now; `false` when the live lease is not `owner`'s.
+   * `{ fencingToken }`: the key's next grant is larger than it.
+   */
+  renew(key: string, owner: string, ttlMs: number, options?: { fencingToken: number }): Promise<boolean>;
 
   /**
    * Deletes `owner`'s live lease and announces it to subscribers; `false` when the lease
-   * had lapsed or is someone else's (which is left alone).
+   * had lapsed or is someone else's (which is left alone). `{ fencingToken }`: the key's
+   * next grant is larger than it.
    */
-  release(key: string, owner: string): Promise<boolean>;
+  release(key: string, owner: string, options?: { fencingToken: number }): Promise<boolean>;
+
+  /** `handOffAfter`: one engine hands a lease between its executions for at most this long. */
+  readonly localHandoff: number;
 
   /** Whether a live lease exists (advisory). */
   isLocked(key: string): Promise<boolean>;

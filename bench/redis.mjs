@@ -112,6 +112,8 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
     }
   };
   await Promise.all(Array.from({ length: concurrency }, warmLoop));
+  // `meet` blocks the connection (BLPOP): nothing of the lock's may wait behind it.
+  await lock.idle?.();
   const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
   let completed = 0;

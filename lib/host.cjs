@@ -54,6 +54,7 @@ function createApi(rawBinding, options) {
     checkDuration: undefined,
     checkTtl: undefined,
     refuseMemoryWait: undefined,
+    lingerKind: undefined,
     EngineHost: undefined,
     FakeTimeProvider: undefined,
     systemHost: undefined,

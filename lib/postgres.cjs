@@ -186,6 +186,12 @@ const SERIALIZATION_RETRIES = 3;
 // keeps its connection instead of paying a connect each time.
 const LINGER_MS = 1000;
 
+/**
+ * A process's turn on a key: how long one engine hands a lease between its own
+ * executions before giving it back to the table, where other processes wait.
+ */
+const DEFAULT_HAND_OFF_MS = 10;
+
 // ---------------------------------------------------------------------------------
 // The store
 // ---------------------------------------------------------------------------------
@@ -199,6 +205,7 @@ class PostgresLockStore {
   #schema;
   #qualified; // the quoted, schema-qualified table name used in SQL
   #sql;
+  #handOffAfter;
 
   // Release announcements: listeners per channel.
   #listeners = new ReleaseListeners(() => this.#sync());
@@ -223,8 +230,12 @@ class PostgresLockStore {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
-    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient'], 'PostgresLockStore');
-    const { client, table = 'leasehold_locks', schema, notify = true, listenClient } = options;
+    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter'], 'PostgresLockStore');
+    const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS } = options;
+    if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
+      throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
+    }
+    this.#handOffAfter = handOffAfter;
     if (!isQueryable(client)) {
       throw new TypeError(
         `client must be a pg Pool or Client (an object with query(text, values)), got ${describe(client)}`,
@@ -312,12 +323,28 @@ class PostgresLockStore {
     return { fencingToken: toToken(rows[0].token) };
   }
 
-  /** Resets the lease to `ttlMs` from now (database time) if it is `owner`'s live lease; `false` when it is not. */
-  async renew(key, owner, ttlMs) {
+  /**
+   * Resets the lease to `ttlMs` from now (database time) if it is `owner`'s live lease;
+   * `false` when it is not. `{ fencingToken }`: the key's next grant will be larger (see
+   * `localHandoff`).
+   */
+  async renew(key, owner, ttlMs, options) {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    return (await this.#statement(this.#sql.renew, [key, owner, ttlMs], 'renew')).length > 0;
+    const carried = carriedToken(options) ?? '0';
+    return (await this.#statement(this.#sql.renew, [key, owner, ttlMs, carried], 'renew')).length > 0;
+  }
+
+  /**
+   * This store hands leases over between one engine's executions (README, "What happens
+   * when"): a process keeps a key for at most this turn, `handOffAfter` ms, before the
+   * lease goes back to the table. A renew or release that carries `{ fencingToken }`
+   * makes the key's next grant larger than it, and grants are never below the database
+   * clock in microseconds (ACQUIRE below).
+   */
+  get localHandoff() {
+    return this.#handOffAfter;
   }
 
   /**
@@ -325,10 +352,11 @@ class PostgresLockStore {
    * the same statement. `false` when the lease had lapsed or belongs to someone else
    * (it is then left alone). The row and its token stay (see the table above).
    */
-  async release(key, owner) {
+  async release(key, owner, options) {
     checkText('key', key);
     checkText('owner', owner);
-    const values = this.#notify ? [key, owner, this.#channel(key)] : [key, owner];
+    const carried = carriedToken(options) ?? '0';
+    const values = this.#notify ? [key, owner, carried, this.#channel(key)] : [key, owner, carried];
     return (await this.#statement(this.#sql.release, values, 'release')).length > 0;
   }
 
@@ -618,6 +646,19 @@ class PostgresLockStore {
   }
 }
 
+/**
+ * The token a renew or release carries (`{ fencingToken }`), as statement text;
+ * undefined without options.
+ */
+function carriedToken(options) {
+  if (options === undefined) return undefined;
+  const token = options?.fencingToken;
+  if (!Number.isSafeInteger(token) || token < 0) {
+    throw new TypeError(`options must be an object like { fencingToken: <non-negative safe integer> }, got ${describe(options)}`);
+  }
+  return String(token);
+}
+
 /** The SQL of a store on `table` (already quoted and qualified). */
 function statements(table, notify) {
   // The row's key: sha256 of the key's UTF-8 bytes (see the table at the top).
@@ -641,22 +682,28 @@ ON CONFLICT (key_digest) DO UPDATE
   WHERE l.expires_at <= clock_timestamp()
 RETURNING l.token::text AS token`;
 
-  /* RENEW. $1 key, $2 owner, $3 ttl ms. Only the owner's live lease. */
+  /*
+   * RENEW. $1 key, $2 owner, $3 ttl ms, $4 the holder's token (0 when none is carried).
+   * Only the owner's live lease. The carried token raises the key's token: the next
+   * grant (stored token + 1) is larger than every token the holder's process handed
+   * over locally.
+   */
   const renew = `UPDATE ${table}
-SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond'
+SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond', token = greatest(token, $4::bigint)
 WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
 RETURNING 1 AS renewed`;
 
   /*
-   * RELEASE. $1 key, $2 owner, [$3 channel]. Only the owner's live lease; the row and
-   * its token stay. The NOTIFY is sent at commit, only when a lease was released.
+   * RELEASE. $1 key, $2 owner, $3 the holder's token (as in RENEW), [$4 channel]. Only
+   * the owner's live lease; the row and its token stay. The NOTIFY is sent at commit,
+   * only when a lease was released.
    */
   const update = `UPDATE ${table}
-  SET owner = NULL, expires_at = clock_timestamp()
+  SET owner = NULL, expires_at = clock_timestamp(), token = greatest(token, $3::bigint)
   WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
   RETURNING 1`;
   const release = notify
-    ? `WITH released AS (\n  ${update}\n)\nSELECT 1 AS released, pg_notify($3::text, '') FROM released`
+    ? `WITH released AS (\n  ${update}\n)\nSELECT 1 AS released, pg_notify($4::text, '') FROM released`
     : `${update} AS released`;
 
   return {

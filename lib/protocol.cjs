@@ -103,6 +103,8 @@ const STORE_MEMORY = 0;
 const STORE_POLLED = 1;
 const STORE_ANNOUNCING = 2;
 const STORE_GRANTING = 3;
+// A lock's kind argument: its store's kind plus LOCK_LINGER_UNIT x its linger in ms.
+const LOCK_LINGER_UNIT = 256;
 
 // ---- flat effects ------------------------------------------------------------------------
 // `takeEffects()` answers one array of numbers: a header (how many strings
@@ -348,6 +350,7 @@ module.exports = {
   STORE_POLLED,
   STORE_ANNOUNCING,
   STORE_GRANTING,
+  LOCK_LINGER_UNIT,
   EFFECT_WIDTH,
   EFFECT_FIRST,
   stringCount,

@@ -117,8 +117,31 @@ end
 return token
 `);
 
-/* RENEW. KEYS: lease. ARGV: owner, ttl ms. 1 when the live lease is the owner's. */
-const RENEW = script(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+/*
+ * Raising a key's token floor: RAISE_FLOOR(token) keeps the token key at least `token`,
+ * the largest token its holder's process handed over locally, so that the next grant
+ * (stored token + 1 or more) is larger than all of them. Kept as long as a grant keeps
+ * it, at least.
+ */
+const RAISE_FLOOR = `local function raise_floor(carried)
+  local stored = tonumber(redis.call('GET', KEYS[2]))
+  if carried and (not stored or stored < carried) then
+    local retention = math.max(${MIN_TOKEN_RETENTION_MS}, redis.call('PTTL', KEYS[2]))
+    redis.call('SET', KEYS[2], string.format('%.0f', carried), 'PX', string.format('%.0f', retention))
+  end
+end
+`;
+
+/*
+ * RENEW. KEYS: lease, and the token key when ARGV[3] is given. ARGV: owner, ttl ms, and
+ * the holder's token when its process hands leases over locally (see RAISE_FLOOR).
+ * 1 when the live lease is the owner's.
+ */
+const RENEW = script(`${RAISE_FLOOR}
+if ARGV[3] then
+  raise_floor(tonumber(ARGV[3]))
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
@@ -192,8 +215,9 @@ end
 `;
 
 /*
- * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, and the releasing store's
- * settings, read only when owners are queued: "<hand-off ms> <1 to check that a grant's
+ * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, the holder's token when its
+ * process hands leases over locally as ARGV[3] (see RAISE_FLOOR, whatever the lease's
+ * state), and the releasing store's settings, read only when owners are queued: "<hand-off ms> <1 to check that a grant's
  * message was heard (see GRANT_FIRST), else 0> <its grant channel>" (the channel empty
  * when the store has none: its turn is not counted). The release is announced on the
  * lease's name + ':released'.
@@ -207,6 +231,10 @@ end
  * release on the key's channel.
  */
 const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
+${RAISE_FLOOR}
+if ARGV[3] then
+  raise_floor(tonumber(ARGV[3]))
+end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
     redis.call('LREM', KEYS[3], 1, ARGV[1])

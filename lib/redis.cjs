@@ -111,6 +111,19 @@ function checkTtl(value) {
   }
 }
 
+/**
+ * The token a renew or release carries (`{ fencingToken }`), as script text; undefined
+ * without options.
+ */
+function carriedToken(options) {
+  if (options === undefined) return undefined;
+  const token = options?.fencingToken;
+  if (!Number.isSafeInteger(token) || token < 0) {
+    throw new TypeError(`options must be an object like { fencingToken: <non-negative safe integer> }, got ${describe(options)}`);
+  }
+  return String(token);
+}
+
 /** `acquire`'s options: `{ queue: true }` asks to be queued when the key is held. */
 function queueOption(options) {
   if (options === undefined) return false;
@@ -190,6 +203,7 @@ class RedisLockStore {
   // One callback at the event loop's next turn serves both (#atTurnEnd).
   #turnEndScheduled = false;
   #handOffMs;
+  #handOffTurn;
   #checkHeard;
   // RELEASE's settings (see there), without and with this store's grant channel.
   #releaseSettings;
@@ -229,6 +243,7 @@ class RedisLockStore {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#handOffMs = String(handOffAfter);
+    this.#handOffTurn = handOffAfter;
     // Redis Cluster counts a PUBLISH's subscribers on one node only.
     this.#checkHeard = redis.isCluster ? '0' : '1';
     this.#grantChannel = `${prefix}:grants:${randomBytes(12).toString('hex')}`;
@@ -362,12 +377,29 @@ class RedisLockStore {
     return reply ?? kept;
   }
 
-  /** Resets the lease to `ttlMs` from now if it is `owner`'s; `false` when it is not. */
-  async renew(key, owner, ttlMs) {
+  /**
+   * Resets the lease to `ttlMs` from now if it is `owner`'s; `false` when it is not.
+   * `{ fencingToken }`: the key's next grant will be larger than it (see `localHandoff`).
+   */
+  async renew(key, owner, ttlMs, options) {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
-    return toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
+    const carried = carriedToken(options);
+    if (carried === undefined) return toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
+    const keys = this.#keys(key);
+    return toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
+  }
+
+  /**
+   * This store hands leases over between one engine's executions (README, "What happens
+   * when"): a process keeps a key for at most this turn, `handOffAfter` ms, while
+   * others wait. A renew or release that carries `{ fencingToken }` makes the key's
+   * next grant larger than it, and grants are never below the server's clock in
+   * microseconds (ACQUIRE in lib/redis-scripts.cjs).
+   */
+  get localHandoff() {
+    return this.#handOffTurn;
   }
 
   /**
@@ -375,15 +407,17 @@ class RedisLockStore {
    * `subscribe` listeners. `false` when the lease had lapsed or belongs to someone else
    * (it is then left alone); an owner queued for it leaves the queue (a waiter that gave up).
    */
-  async release(key, owner) {
+  async release(key, owner, options) {
     checkString('key', key);
     checkString('owner', owner);
+    const carried = carriedToken(options);
     if (this.#answered.size > 0) this.#answered.delete(owner);
     // A waiter that gave up is released: RELEASE takes it out of the queue.
     if (this.#queued.size > 0) this.#forgetQueued(owner);
     const lease = this.#leaseKey(key);
     const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
-    const reply = await this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, atOnce));
+    const args = this.#releaseArgs(owner, atOnce);
+    const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
     if (atOnce) {
       this.#rememberLeft(lease); // still a key this store lets go
       this.#watchRetake(lease);

@@ -2,7 +2,8 @@
 // (support/redis-client.mjs), each used the way its README shows.
 //
 // `createRedisLock(name, { client, ttlMs, waitMs, onLost })` resolves to
-// `{ run(key, fn), close() }`. `fn` gets `{ token }`: the fencing token where the
+// `{ run(key, fn), close() }`, and optionally `idle()`: resolves once nothing of the
+// lock's is left to send (leasehold with linger). `fn` gets `{ token }`: the fencing token where the
 // library has one (leasehold only), else undefined. `onLost()` is called when the
 // library tells the holder that its lock is gone, if it ever does.
 //
@@ -19,8 +20,11 @@
 //   ttl/3; waiters are queued in Redis and processes take 10 ms turns: a release hands
 //   the key to the first waiter once it has waited 10 ms and the releasing process has
 //   had the key 10 ms (else the releasing process may take it again, and the first
-//   waiter gets it if it does not). leasehold-native-fifo (scenario 5): the same with
-//   handOffAfter: 0, every release hands over in arrival order.
+//   waiter gets it if it does not). Within its turn a process passes the lease between
+//   its own executions with no Redis call. leasehold-native-fifo (scenario 5): the same
+//   with handOffAfter: 0, every release hands over in arrival order.
+//   leasehold-<engine>-linger (scenarios 4 and 5): with `linger: 10` (the turn), a
+//   released lease stays in the process for its next execution.
 // - floor-fifo (scenario 5 only, not a lock to use): a list holding the key's one token;
 //   acquire is BLPOP, which Redis answers for the longest-blocked client as soon as the
 //   release RPUSHes the token back. No ttl, no owner, no polling, no script: the least a
@@ -136,7 +140,7 @@ async function verrouLock({ client, ttlMs, waitMs }) {
   };
 }
 
-async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOptions = {}) {
+async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOptions = {}, lockOptions = {}) {
   if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
     throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
   }
@@ -145,11 +149,17 @@ async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOpt
   const { RedisLockStore } = await import('../../lib/redis.mjs');
   const store = new RedisLockStore({ client, prefix: 'bench', ...storeOptions });
   const pipeline = new api.ResiliencePipelineBuilder()
-    .addLock({ ttl: ttlMs, wait: waitMs, store, onLockLost: onLost ? () => onLost() : undefined })
+    .addLock({ ttl: ttlMs, wait: waitMs, store, onLockLost: onLost ? () => onLost() : undefined, ...lockOptions })
     .build();
   return {
     run: (key, fn) => pipeline.execute(() => fn({ token: api.getLockToken() }), { operationKey: key }),
-    close: () => store.close(),
+    // Until a lingering lease is released: a client that closes (or blocks its
+    // connection, as BLPOP does) before that keeps the key held until its ttl.
+    idle: () => (lockOptions.linger ? sleep(lockOptions.linger + 20) : undefined),
+    close: async () => {
+      if (lockOptions.linger) await sleep(lockOptions.linger + 20);
+      await store.close();
+    },
   };
 }
 
@@ -171,6 +181,10 @@ export async function createRedisLock(name, options) {
       return leaseholdLock(options, 'wasm');
     case 'leasehold-native-fifo':
       return leaseholdLock(options, 'native', { handOffAfter: 0 });
+    case 'leasehold-native-linger':
+      return leaseholdLock(options, 'native', {}, { linger: 10 });
+    case 'leasehold-wasm-linger':
+      return leaseholdLock(options, 'wasm', {}, { linger: 10 });
     default:
       throw new Error(`unknown Redis library ${name}`);
   }

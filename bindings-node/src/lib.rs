@@ -36,6 +36,10 @@ impl Clock for MonotonicClock {
     fn now(&self) -> Millis {
         self.0.elapsed().as_millis() as Millis
     }
+
+    fn now_micros(&self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
 }
 
 /// One engine (one time source) with its memory stores.

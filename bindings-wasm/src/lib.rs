@@ -66,6 +66,10 @@ impl Clock for PerformanceClock {
     fn now(&self) -> Millis {
         (performance_now() - self.0).max(0.0) as Millis
     }
+
+    fn now_micros(&self) -> u64 {
+        ((performance_now() - self.0) * 1000.0).max(0.0) as u64
+    }
 }
 
 /// One engine (one time source) with its memory stores.

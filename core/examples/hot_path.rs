@@ -17,8 +17,13 @@ fn main() {
     for round in 0..3 {
         let started = Instant::now();
         for exec in 1..=n {
-            let spec =
-                LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: "k".into(), ttl: 30_000, wait: Some(0) };
+            let spec = LockSpec {
+                store: StoreRef::Memory(DEFAULT_MEMORY_STORE),
+                key: "k".into(),
+                ttl: 30_000,
+                wait: Some(0),
+                linger: 0,
+            };
             engine.start(exec, vec![spec], ExecOptions::default()).expect("starts");
             let _ = engine.host_timer();
             engine.finish(exec, true).expect("finishes");

@@ -183,6 +183,12 @@ macro_rules! binding_surface {
                 self.inner.layer_token(exec, layer).map(|t| t as f64)
             }
 
+            /// Makes JS store `store` hand leases over locally, with turns of `turn` ms
+            /// (negative: it does not).
+            setStoreHandoff => fn set_store_handoff(&mut self, store: u32, turn: f64) {
+                self.inner.set_store_handoff(store, (turn >= 0.0).then_some(turn as u64));
+            }
+
             /// Whether lock `layer` of `exec` is held.
             layerHeld => fn layer_held(&self, exec: u32, layer: u32) -> [bool] {
                 self.inner.layer_held(exec, layer)
@@ -294,7 +300,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 32);
+        assert_eq!(rows.len(), 33);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

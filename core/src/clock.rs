@@ -16,6 +16,14 @@ use crate::Millis;
 pub trait Clock {
     /// The current time. Must never go backwards.
     fn now(&self) -> Millis;
+
+    /// The current time in microseconds, on the same clock as [`Clock::now`]. It bounds
+    /// how many fencing tokens a process hands out locally (see `engine/handoff.rs`), so
+    /// it must never run faster than real time; a clock of whole milliseconds keeps this
+    /// default, which only hands out fewer.
+    fn now_micros(&self) -> u64 {
+        self.now().saturating_mul(1000)
+    }
 }
 
 /// A clock that moves only when told to, for deterministic tests of locking code.

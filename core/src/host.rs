@@ -125,6 +125,10 @@ pub mod store_kind {
     pub const GRANTING: u32 = 3;
 }
 
+/// A lock's kind argument is its store's kind plus `LINGER_UNIT` × its linger in ms
+/// ([`LockSpec::linger`]).
+pub const LINGER_UNIT: u32 = 256;
+
 /// A store reference from the host's kind and id.
 ///
 /// # Errors
@@ -180,13 +184,14 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// # Errors
 /// An argument error for an unknown store kind, an empty key, or a ttl of zero.
 pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<LockSpec, LockError> {
+    let (kind, linger) = (kind % LINGER_UNIT, Millis::from(kind / LINGER_UNIT));
     let store = store_ref(kind, store)?;
     let ttl = duration::from_millis(ttl, "ttl")?;
     if ttl == 0 {
         return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
     }
     let wait = if wait < 0.0 { None } else { Some(duration::from_millis(wait, "wait")?) };
-    Ok(LockSpec { store, key, ttl, wait })
+    Ok(LockSpec { store, key, ttl, wait, linger })
 }
 
 /// The outer locks of an execution being started, which hosts pass one call at a time
@@ -396,10 +401,10 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
     while let Some(effect) = engine.take_effect() {
         use flat::{event as ev, kind, outcome};
         let record: [f64; flat::EFFECT_WIDTH] = match effect {
-            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue } => {
+            Effect::StoreCall { request, exec, layer, store, method, key, owner, ttl, queue, handed_over } => {
                 // The host keeps the key and owner of a lock's acquire for its renewals
-                // and its release.
-                let at = if exec != 0 && method != StoreMethod::Acquire {
+                // and its release; a lease handed over names its own.
+                let at = if exec != 0 && method != StoreMethod::Acquire && !handed_over {
                     -1.0
                 } else {
                     let at = text(strings, key);
@@ -489,7 +494,9 @@ pub fn start_word(engine: &mut Engine, exec: u32, options: u32, start: crate::St
 /// [`status::STORE_CALL`] code and the request id.
 fn take_sole_call(engine: &mut Engine, exec: u32, method: StoreMethod) -> Option<(u32, u32)> {
     let found = match engine.sole_effect()? {
-        Effect::StoreCall { request, exec: e, layer: 0, method: m, queue, .. } if *e == exec && *m == method => {
+        Effect::StoreCall { request, exec: e, layer: 0, method: m, queue, handed_over: false, .. }
+            if *e == exec && *m == method =>
+        {
             (if *queue { status::STORE_CALL_QUEUED } else { status::STORE_CALL }, *request)
         }
         _ => return None,

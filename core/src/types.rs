@@ -50,6 +50,9 @@ pub struct LockSpec {
     pub ttl: Millis,
     /// How long to wait for a held lock; `None` waits as long as it takes.
     pub wait: Option<Millis>,
+    /// On a store that hands leases over locally: how long a released lease stays with
+    /// this engine for the next execution that asks for it (0: none).
+    pub linger: Millis,
 }
 
 /// How an execution behaves besides its locks.
@@ -113,6 +116,9 @@ pub enum Effect {
         /// "held" answer leaves the execution waiting (its `wait` has not run out), so
         /// the store should queue the owner for a grant.
         queue: bool,
+        /// The lease was handed over from another execution of the engine: its renew or
+        /// release names its key and owner, which the host has not seen for this lock.
+        handed_over: bool,
     },
     /// Every lock of the execution is held: run its callback (or hand out the lease).
     Run {

@@ -2,7 +2,7 @@
 //! lib/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
 //! two disagree, or when either gains a constant the other lacks.
 
-use leasehold_core::host::{exec_option, flat, status, store_kind, DIRECT};
+use leasehold_core::host::{exec_option, flat, status, store_kind, DIRECT, LINGER_UNIT};
 use std::collections::BTreeMap;
 
 /// Every constant of the protocol, by its name in lib/protocol.cjs.
@@ -41,6 +41,7 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
         ("STORE_POLLED", u(store_kind::POLLED)),
         ("STORE_ANNOUNCING", u(store_kind::ANNOUNCING)),
         ("STORE_GRANTING", u(store_kind::GRANTING)),
+        ("LOCK_LINGER_UNIT", u(LINGER_UNIT)),
         ("EFFECT_WIDTH", z(flat::EFFECT_WIDTH)),
         ("EFFECT_FIRST", z(flat::EFFECT_FIRST)),
         ("SLOT_KIND", z(flat::slot::KIND)),

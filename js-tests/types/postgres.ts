@@ -9,6 +9,8 @@ declare const listenClient: PgLikeListenClient;
 
 const store = new PostgresLockStore({ client: pool, table: 'locks', schema: 'app', notify: true });
 const single = new PostgresLockStore({ client, listenClient });
+const turns: number = new PostgresLockStore({ client: pool, handOffAfter: 5 }).localHandoff;
+new ResiliencePipelineBuilder().addLock({ key: 'k', store, wait: '1s', linger: '5ms' });
 const asStore: LockStore = store;
 void asStore;
 void single;

@@ -47,6 +47,19 @@ function unrefTimer(timer) {
   else if (timer !== undefined) globalThis.Deno?.unrefTimer?.(timer);
 }
 
+/**
+ * The turn of a store that opts in to local handoff: its `localHandoff`, a non-negative
+ * integer number of milliseconds (README, "Your own store"); undefined when it does not.
+ */
+function localHandoffTurn(store) {
+  const turn = store.localHandoff;
+  if (turn === undefined || turn === null || turn === false) return undefined;
+  if (!Number.isSafeInteger(turn) || turn < 0) {
+    throw new TypeError(`a store's localHandoff must be its turn, a non-negative integer number of milliseconds, got ${describe(turn)}`);
+  }
+  return turn;
+}
+
 function randomSeed() {
   const seed = new Uint8Array(32);
   globalThis.crypto.getRandomValues(seed);
@@ -136,8 +149,9 @@ function defineEngineHost(api) {
     }
 
     newExecId() {
+      // Below 2^31: the engine numbers its own executions (parked leases) above.
       do {
-        this.nextExec = (this.nextExec + 1) >>> 0;
+        this.nextExec = (this.nextExec + 1) % 0x80000000;
       } while (this.nextExec === 0 || this.execs.has(this.nextExec));
       return this.nextExec;
     }
@@ -314,6 +328,7 @@ function defineEngineHost(api) {
     // ---- effects, as decodeEffect hands them over ----
 
     callEffect(fx, layer) {
+      fx.layer = layer;
       // An acquire comes with the text; its renewals and its release without.
       if (fx.key === undefined) return this.callKept(fx, layer, this.execs.get(fx.exec)?.lockText);
       if (fx.exec !== 0) this.execs.get(fx.exec)?.keepLockText(layer, fx.key, fx.owner);
@@ -354,7 +369,13 @@ function defineEngineHost(api) {
       if (ref === undefined) {
         const id = this.nextStoreId++;
         const announces = typeof store.subscribe === 'function';
-        ref = { kind: announces ? (store.grantsOnRelease === true ? STORE_GRANTING : STORE_ANNOUNCING) : STORE_POLLED, id };
+        ref = {
+          kind: announces ? (store.grantsOnRelease === true ? STORE_GRANTING : STORE_ANNOUNCING) : STORE_POLLED,
+          id,
+          turn: localHandoffTurn(store),
+        };
+        // The engine hands this store's leases between its executions (core/src/engine/handoff.rs).
+        if (ref.turn !== undefined) this.ask(() => this.engine.setStoreHandoff(id, ref.turn));
         this.storeIds.set(store, ref);
         this.stores.set(id, typeof WeakRef === 'function' ? new WeakRef(store) : { deref: () => store });
         this.storeGone?.register(store, id);
@@ -377,7 +398,13 @@ function defineEngineHost(api) {
               ? store.acquire(fx.key, fx.owner, fx.ttl, fx.queue ? QUEUE : NO_QUEUE)
               : store.acquire(fx.key, fx.owner, fx.ttl);
         }
-        else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
+        else if (this.storeIds.get(store)?.turn !== undefined && fx.exec !== 0) {
+          // The holder's token goes with its renewals and its release: the store's next
+          // grant must be larger than every token handed over locally.
+          const carried = { fencingToken: this.engine.layerToken(fx.exec, fx.layer) ?? 0 };
+          if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl, carried);
+          else pending = store.release(fx.key, fx.owner, carried);
+        } else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
         else pending = store.release(fx.key, fx.owner);
         Promise.resolve(pending).then(
           (value) => this.answer(fx, value),
@@ -399,6 +426,7 @@ function defineEngineHost(api) {
       const fx = {
         request,
         exec: rec.id,
+        layer: 0,
         store: lock.id,
         method: acquire ? 'acquire' : 'release',
         ttl: lock.ttlMs,

@@ -4,12 +4,13 @@
 
 const { checkWellFormed } = require('../well-formed.cjs');
 const { describe } = require('../describe.cjs');
+const { LOCK_LINGER_UNIT } = require('../protocol.cjs');
 
 /** A lock's ttl when `addLock` is given none. */
 const DEFAULT_TTL = 30_000;
 
 // The option names each entry point takes (checkOptionNames).
-const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name'];
+const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name', 'linger'];
 const EXECUTE_OPTIONS = ['operationKey', 'signal'];
 const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken'];
 const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
@@ -71,7 +72,26 @@ function createChecks(api) {
     }
   }
 
-  return { checkDuration, checkTtl, refuseMemoryWait };
+  /**
+   * A lock's `linger` in whole milliseconds: 0, or at most the turn of a store that
+   * hands leases over locally (`ref`, its registration); the lock's kind argument.
+   */
+  function lingerKind(linger, ref, store) {
+    if (linger === undefined) return ref.kind;
+    const ms = Math.ceil(checkDuration(linger, 'linger', { infiniteOk: false }));
+    if (ms === 0) return ref.kind;
+    if (ref.turn === undefined) {
+      throw new TypeError(
+        `linger needs a store that hands leases over between executions (RedisLockStore, PostgresLockStore), got ${describe(store)}`,
+      );
+    }
+    if (ms > ref.turn) {
+      throw new RangeError(`linger must be at most the store's turn (its handOffAfter, ${ref.turn} ms), got ${describe(linger)}`);
+    }
+    return ref.kind + LOCK_LINGER_UNIT * ms;
+  }
+
+  return { checkDuration, checkTtl, refuseMemoryWait, lingerKind };
 }
 
 module.exports = {

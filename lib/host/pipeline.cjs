@@ -25,7 +25,7 @@ const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, c
  * execution classes and checks they use.
  */
 function definePipelines(api) {
-  const { fromEngine, ambient, nested, hostOf, MemoryLockStore, checkDuration, checkTtl, refuseMemoryWait } = api;
+  const { fromEngine, ambient, nested, hostOf, MemoryLockStore, checkDuration, checkTtl, refuseMemoryWait, lingerKind } = api;
   const { ResilienceContext, Execution, liveContext } = api;
 
   function normaliseLock(options, host) {
@@ -33,7 +33,7 @@ function definePipelines(api) {
       throw new TypeError(`addLock options must be an object, got ${describe(options)}`);
     }
     checkOptionNames(options, LOCK_OPTIONS, 'addLock');
-    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name } = options;
+    const { key, ttl = DEFAULT_TTL, wait = 0, store, onLockLost, name, linger } = options;
     if (key !== undefined && typeof key !== 'function' && typeof key !== 'string') {
       throw new TypeError(`key must be a string or a function (context) => string, got ${describe(key)}`);
     }
@@ -58,9 +58,11 @@ function definePipelines(api) {
       target = store;
     }
     refuseMemoryWait(waitMs, target, host);
-    const { kind, id } = host.registerStore(target);
+    const ref = host.registerStore(target);
+    const { id } = ref;
+    const kind = lingerKind(linger, ref, target);
     // On a memory store of this host: its fast holders (fast-path.cjs), and a fixed key's bucket.
-    const held = kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
+    const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', held, bucket };

@@ -1,13 +1,13 @@
 //! Acquiring a lock: a try of the store, and what its answer leads to.
 
-use super::state::{at, at_mut, exec_at, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin, Phase};
+use super::state::{at, at_mut, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin};
 use super::waiting::HeadLeft;
 use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
 use crate::memory_store::TryAcquire;
 use crate::polling::{renew_after, Backoff};
 use crate::text::text;
-use crate::types::{Effect, Event, Outcome, StoreRef};
+use crate::types::{Event, Outcome, StoreRef};
 use crate::Millis;
 
 impl Engine {
@@ -24,6 +24,7 @@ impl Engine {
             in_flight: None,
             next_try: None,
             release_seen: false,
+            asked_store: false,
         });
         self.try_acquire(exec, layer);
     }
@@ -57,10 +58,29 @@ impl Engine {
                 self.on_try(exec, layer, now, result);
             }
             StoreRef::External { id, .. } => {
+                // Held by an execution here: a waiter that comes waits for it to hand the
+                // lease over (or give it back to the store, which wakes the first waiter),
+                // asking the store nothing; only the first waiter's polls still go to the
+                // store, which is how a store that went away is found.
+                if self.turn_of(store).is_some() {
+                    let key = &layer_at(&self.execs, exec, layer).spec.key;
+                    if let Some(holder) = self.local_holder(store, key).filter(|&holder| holder != exec) {
+                        if self.take_parked(holder, exec, layer) {
+                            return;
+                        }
+                        let joining = self.acquiring_mut(exec, layer).is_some_and(|a| !a.queued);
+                        let key = &layer_at(&self.execs, exec, layer).spec.key;
+                        if joining && self.local_holder(store, key).is_some() {
+                            self.on_try(exec, layer, now, TryResult::Held { until: None });
+                            return;
+                        }
+                    }
+                }
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
                 if let Some(a) = self.acquiring_mut(exec, layer) {
                     a.in_flight = Some((request, now));
                     a.next_try = None;
+                    a.asked_store = true;
                 }
                 self.arm_acquiring(exec, layer);
             }
@@ -111,16 +131,15 @@ impl Engine {
                     in_flight: None,
                     retry: Backoff::default(),
                     extend_pending: 0,
+                    grant: None,
+                    linger_until: None,
                 });
+                if self.turn_of(store).is_some() {
+                    self.note_grant(exec, layer, token, sent_at);
+                }
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
-                let count = exec_at(&self.execs, exec).layers.len() as u32;
-                if layer + 1 < count {
-                    self.begin_layer(exec, layer + 1);
-                } else if let Some(e) = self.execs.get_mut(&exec) {
-                    e.phase = Phase::Running;
-                    self.effects.push_back(Effect::Run { exec });
-                }
+                self.held_all_up_to(exec, layer);
             }
             TryResult::Held { until } => {
                 let key = key_of(self);

@@ -1,6 +1,7 @@
 //! Executions as the host drives them: start, finish, cancel, store answers, queries.
 
 use super::acquire::TryResult;
+use super::handoff::is_parked;
 use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
@@ -8,8 +9,8 @@ use crate::text::text;
 use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
 
 impl Engine {
-    /// Starts execution `exec` (an id the host chooses, unique among live executions)
-    /// under `locks`, outermost first.
+    /// Starts execution `exec` (an id the host chooses, unique among live executions and
+    /// below 2^31: the engine numbers its own above) under `locks`, outermost first.
     ///
     /// # Errors
     /// An argument error for no locks, an empty key, a zero ttl, an unknown memory
@@ -21,7 +22,7 @@ impl Engine {
                 ArgError::type_error("locks", "locks must name at least one lock for an execution".into()).into()
             );
         }
-        if self.execs.contains_key(&exec) {
+        if self.execs.contains_key(&exec) || is_parked(exec) {
             return Err(ArgError::range("exec", text!("execution id ", exec, " is already in use")).into());
         }
         for spec in &locks {
@@ -38,7 +39,15 @@ impl Engine {
         }
         self.execs.insert(exec, Exec { layers, options, phase: Phase::Acquiring, lost: None, completion: None });
         self.begin_layer(exec, 0);
-        if matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {
+        // Granted in the call: on a memory store, or a JS store's lease parked here,
+        // whose token (too large to ride in a status word) comes with the `run` effect.
+        let in_memory = self.holders.is_empty()
+            || self
+                .execs
+                .get(&exec)
+                .and_then(|e| e.layers.last())
+                .is_some_and(|l| matches!(l.spec.store, StoreRef::Memory(_)));
+        if in_memory && matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {
             self.effects.pop_back();
             let token = self.token(exec).unwrap_or_default();
             return Start::Running { token };
@@ -78,7 +87,7 @@ impl Engine {
     /// An argument error for an unknown lock id, and those of [`Engine::start`].
     pub fn start_defined(&mut self, exec: u32, lock: u32, options: ExecOptions) -> Result<Start, LockError> {
         self.tick();
-        if self.execs.contains_key(&exec) {
+        if self.execs.contains_key(&exec) || is_parked(exec) {
             return Err(ArgError::range("exec", text!("execution id ", exec, " is already in use")).into());
         }
         let Some(spec) = self.defined.get(lock) else {

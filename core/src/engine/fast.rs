@@ -106,6 +106,8 @@ impl Engine {
             in_flight: None,
             retry: Backoff::default(),
             extend_pending: 0,
+            grant: None,
+            linger_until: None,
         });
         self.execs
             .insert(exec, Exec { layers: vec![layer], options, phase: Phase::Running, lost: None, completion: None });
@@ -120,7 +122,7 @@ mod tests {
     use crate::types::{Finish, Outcome, Start};
 
     fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl, wait }
+        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl, wait, linger: 0 }
     }
 
     const RENEW: ExecOptions = ExecOptions { renew: true, telemetry: false, manual: false };

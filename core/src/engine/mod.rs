@@ -14,6 +14,7 @@
 //! - `waiting.rs`: the queues of a held key, announced releases and grants.
 //! - `renewal.rs`: a held lease renewed every ttl/3, extended, or lost.
 //! - `release.rs`: winding an execution down, releasing innermost first, settling.
+//! - `handoff.rs`: a JS store's lease handed from one execution here to the next.
 //! - `schedule.rs`: the per-lock timers, the host's one timer, a fake clock's advance.
 //! - `memory.rs`: the memory stores as a user calls them directly.
 //! - `fast.rs`: the words shared with the host's fast path, fast holds it hands over,
@@ -23,6 +24,7 @@
 mod acquire;
 mod executions;
 mod fast;
+mod handoff;
 mod memory;
 mod release;
 mod renewal;
@@ -87,6 +89,12 @@ pub struct Engine {
     /// The largest token granted per recent key of a JS store: a store whose tokens go
     /// back is caught (see [`crate::fencing`]).
     floors: TokenFloors,
+    /// JS stores that hand leases over locally, with their turns (see `handoff.rs`).
+    turns: Vec<(u32, Millis)>,
+    /// The locks (execution, layer) that hold a lease on such a store.
+    holders: Vec<(u32, u32)>,
+    /// The last id given to a parked lease's execution (see `handoff.rs`).
+    next_parked: u32,
 }
 
 impl fmt::Debug for Engine {
@@ -145,6 +153,9 @@ impl Engine {
             time: 0,
             heads_to_try: VecDeque::new(),
             trying_heads: false,
+            turns: Vec::new(),
+            holders: Vec::new(),
+            next_parked: 0,
         }
     }
 
@@ -238,6 +249,7 @@ impl Engine {
                 owner: l.owner.clone(),
                 ttl: l.spec.ttl,
                 queue,
+                handed_over: l.inherited,
             });
         }
         request

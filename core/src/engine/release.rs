@@ -1,5 +1,6 @@
 //! Winding an execution down: leaving its queue, releasing leases, settling.
 
+use super::handoff::is_parked;
 use super::state::{
     at, at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
 };
@@ -58,10 +59,19 @@ impl Engine {
                 outcome = Outcome::NotHeld;
             }
             self.drop_exec(exec);
-            self.effects.push_back(Effect::Settled { exec, outcome });
+            // A parked lease's execution is the engine's own: no host waits for it.
+            if !is_parked(exec) {
+                self.effects.push_back(Effect::Settled { exec, outcome });
+            }
             return;
         };
         let layer = layer as u32;
+        if self.hand_over(exec, layer) || self.park(exec, layer) {
+            self.release_next(exec);
+            return;
+        }
+        self.forget_holder(exec, layer);
+        let Some(e) = self.execs.get_mut(&exec) else { return };
         let l = at_mut(&mut e.layers, layer);
         // What the store may still hold, and until when: a held lease until its expiry,
         // a lease lost by timeout for at most one more ttl.
@@ -128,7 +138,16 @@ impl Engine {
                 self.event(exec, layer, Event::ReleaseFailed { failure });
             }
         }
+        if let Some((store, key)) = self.turn_key(exec, layer) {
+            self.wake_local_waiter(store, &key);
+        }
         self.release_next(exec);
+    }
+
+    /// The store and key of `exec`'s `layer`, on a store that hands over locally.
+    pub(super) fn turn_key(&self, exec: u32, layer: u32) -> Option<(StoreRef, String)> {
+        let l = self.execs.get(&exec)?.layers.get(layer as usize)?;
+        self.turn_of(l.spec.store).map(|_| (l.spec.store, l.spec.key.clone()))
     }
 
     /// A manual lease's `release()` was asked for by its caller, who waits for it: a
@@ -193,6 +212,7 @@ impl Engine {
             owner,
             ttl: 0,
             queue: false,
+            handed_over: false,
         });
     }
 
@@ -232,6 +252,9 @@ impl Engine {
         let Some(e) = self.execs.remove(&exec) else { return };
         if e.layers.len() > 1 {
             self.reserve_inner_locks(&e.layers, false);
+        }
+        if !self.holders.is_empty() {
+            self.holders.retain(|&(holder, _)| holder != exec);
         }
         for l in e.layers.iter().filter(|l| l.timer_at.is_some()) {
             let execs = &self.execs;

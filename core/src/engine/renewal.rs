@@ -18,6 +18,10 @@ impl Engine {
             // (a manual lease) nothing is due before expiry, where the lease is over.
             (Some(_), _) | (None, None) => Some(h.expires_at),
         };
+        let at = match h.linger_until {
+            Some(until) => at.map(|at| at.min(until)),
+            None => at,
+        };
         self.arm(exec, layer, at);
     }
 
@@ -151,6 +155,10 @@ impl Engine {
             self.abandon(request);
         }
         self.answer_extends(exec, false, extend_pending);
+        self.forget_holder(exec, layer);
+        if let Some((store, key)) = self.turn_key(exec, layer) {
+            self.wake_local_waiter(store, &key);
+        }
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();

@@ -8,7 +8,7 @@ use crate::clock::Clock;
 use crate::error::{ArgError, LockError, StoreFailure};
 use crate::text::text;
 use crate::timers::TimerTarget;
-use crate::types::HostTimer;
+use crate::types::{HostTimer, Outcome};
 use crate::Millis;
 
 impl Engine {
@@ -156,6 +156,7 @@ impl Engine {
                 None => Due::Rearm,
             },
             LayerState::Held(h) if now >= h.expires_at => Due::Lose,
+            LayerState::Held(h) if h.linger_until.is_some_and(|t| t <= now) => Due::Unpark,
             LayerState::Held(h) if h.in_flight.is_none() && h.renew_at.is_some_and(|t| t <= now) => Due::Renew,
             LayerState::Held(_) => Due::Rearm,
             LayerState::Releasing { request, deadline, .. } if now >= *deadline => {
@@ -172,6 +173,8 @@ impl Engine {
             Due::Try => self.try_acquire(exec, layer),
             Due::Renew => self.renew(exec, layer),
             Due::Lose => self.lose(exec, layer, false),
+            // Nobody here asked for the parked lease in time: back to the store.
+            Due::Unpark => self.wind_down(exec, Outcome::Value),
             Due::ReleaseTimedOut { request } => {
                 self.abandon(request);
                 self.requests.remove(&request);
@@ -230,6 +233,7 @@ enum Due {
     TryTimedOut { request: u32, sent_at: Millis },
     Renew,
     Lose,
+    Unpark,
     ReleaseTimedOut { request: u32 },
     Rearm,
     Nothing,

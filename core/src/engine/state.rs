@@ -18,6 +18,8 @@ pub(super) struct Acquiring {
     /// A release was announced while a try was in flight: that try may have been
     /// answered "held" just before the release, so the next try goes at once.
     pub(super) release_seen: bool,
+    /// A try of a JS store was sent: a granting store may have queued this owner.
+    pub(super) asked_store: bool,
 }
 
 /// A lock held: when its lease ends, when it is renewed next.
@@ -30,6 +32,22 @@ pub(super) struct Held {
     pub(super) retry: Backoff,
     /// `extend()` calls waiting for an answer.
     pub(super) extend_pending: u32,
+    /// On a store that hands leases over locally: the store's grant this lease came
+    /// from, which bounds the tokens handed out after it (see `handoff.rs`).
+    pub(super) grant: Option<Grant>,
+    /// A lease released and kept for the next execution here that asks: until when.
+    pub(super) linger_until: Option<Millis>,
+}
+
+/// The store's grant a lease handed over locally started from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Grant {
+    /// The token the store granted; local tokens count up from it.
+    pub(super) token: u64,
+    /// When the grant was answered, on the engine's microsecond clock.
+    pub(super) answered_us: u64,
+    /// When the try it answered was sent: this process's turn counts from then.
+    pub(super) turn_from: Millis,
 }
 
 /// Where one lock of an execution stands.
@@ -66,6 +84,9 @@ pub(super) struct Layer {
     pub(super) timer_keeps_alive: bool,
     /// Whether the release deleted this owner's live lease.
     pub(super) released_as_owner: bool,
+    /// The lease was handed over from another execution of this engine: its owner is
+    /// that acquire's, which the host has not seen for this lock.
+    pub(super) inherited: bool,
 }
 
 impl Layer {
@@ -80,6 +101,7 @@ impl Layer {
             timer_generation: 0,
             timer_keeps_alive: false,
             released_as_owner: false,
+            inherited: false,
         }
     }
 
@@ -89,6 +111,7 @@ impl Layer {
         self.spec.key.clone_from(&spec.key);
         self.spec.ttl = spec.ttl;
         self.spec.wait = spec.wait;
+        self.spec.linger = spec.linger;
         self.owner.clear();
         self.token = None;
         self.started_at = 0;
@@ -97,6 +120,7 @@ impl Layer {
         self.timer_generation = 0;
         self.timer_keeps_alive = false;
         self.released_as_owner = false;
+        self.inherited = false;
     }
 }
 

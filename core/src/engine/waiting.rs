@@ -126,7 +126,12 @@ impl Engine {
             match why {
                 // A granting store hands the lease only to waiters it has queued: the
                 // new head asks now, so that the store queues it behind the holder.
-                HeadLeft::Acquired if matches!(store, StoreRef::External { wake: Wake::Grant, .. }) => {
+                // Not while an execution here holds the key (handed over to it): the lease
+                // comes from here, and the new head polls as any other.
+                HeadLeft::Acquired
+                    if matches!(store, StoreRef::External { wake: Wake::Grant, .. })
+                        && (self.turn_of(store).is_none() || self.local_holder(store, key).is_none()) =>
+                {
                     if self.acquiring_mut(next, layer).is_some_and(|a| a.in_flight.is_none()) {
                         self.try_acquire(next, layer);
                     }
