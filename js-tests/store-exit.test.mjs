@@ -200,7 +200,7 @@ test("node-redis cluster: a client closed while the store's subscriber connects 
     await holder.release().catch(() => {});
     await store.close();
   }
-  await waitFor('no connection of the stores left', async () => (await connections()) === before, { timeoutMs: 5000 });
+  await waitFor('no connection of the stores left', async () => (await connections()) <= before, { timeoutMs: 5000 });
 });
 
 // A client closed and then connected again by its owner: the store's subscriber (seen

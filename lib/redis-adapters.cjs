@@ -93,6 +93,9 @@ function ioredisAdapter(client) {
 }
 
 /** node-redis v4/v5 client and cluster: `evalSha(sha, { keys, arguments })`. */
+/** How long closing waits for a node-redis subscriber's connect() under way to finish. */
+const CONNECTING_CLOSE_MS = 2_000;
+
 function nodeRedisAdapter(client) {
   return {
     kind: 'node-redis',
@@ -159,9 +162,17 @@ function nodeRedisAdapter(client) {
         keepAlive,
         async close() {
           closed = true;
+          // A cluster destroyed while its connect() runs goes on opening its nodes'
+          // connections, which would reconnect forever and hold the process: a connect
+          // under way is let finish first (bounded: its server may be gone), then
+          // destroyed, and destroyed again once it settled.
+          let timer;
+          const bound = new Promise((resolve) => {
+            timer = setTimeout(resolve, CONNECTING_CLOSE_MS);
+          });
+          await Promise.race([connected.catch(noop), bound]);
+          clearTimeout(timer);
           await destroy();
-          // A cluster's connect() goes on opening its nodes' connections after a
-          // destroy(): they would reconnect forever, holding the process. Closed too.
           await connected.catch(noop);
           await destroy();
         },

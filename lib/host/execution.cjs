@@ -347,20 +347,30 @@ function defineExecutions(api) {
       // before the next holder runs: those may run the next holders' callbacks, and
       // settlements keep the order of the holders, also when a callback is synchronous.
       // Its record stays until the effects are applied: its own events are among them.
+      // Handing off where callbacks start from their own promise job (`awaitGrant`), it
+      // settles after the handoff, still before the next callback runs: the next
+      // holder's job is queued ahead of this caller's resumption (which would start its
+      // next execution first), as a release in async-mutex wakes the next waiter first.
+      const handsOff = finishHandsOff(status);
+      const after = handsOff && ambient !== undefined;
       let settled = true;
+      let outcomeOk = false;
+      let outcome;
       switch (finishSettlement(status)) {
         case FINISHED_VALUE:
-          this.settle(true, this.value);
+          outcomeOk = true;
+          outcome = this.value;
           break;
         case FINISHED_CALLBACK_ERROR:
-          this.settle(false, this.error);
+          outcome = this.error;
           break;
         case FINISHED_LOST:
-          this.settle(false, this.lostError(this.error));
+          outcome = this.lostError(this.error);
           break;
         default:
           settled = false; // a `settled` effect follows once the store answers
       }
+      if (settled && !after) this.settle(outcomeOk, outcome);
       try {
         host.status(status);
       } catch (error) {
@@ -371,8 +381,9 @@ function defineExecutions(api) {
       if (settled) host.forget(this.id);
       // What this settlement starts (the caller's next execute) runs while the next
       // holder awaits, not between the two holders.
-      if (finishHandsOff(status)) host.handoff(payloadOf(word));
+      if (handsOff) host.handoff(payloadOf(word));
       else if (finishCallsStore(status)) host.callLayer0(this, payloadOf(word), false, false);
+      if (settled && after) this.settle(outcomeOk, outcome);
       return undefined;
     }
 
