@@ -64,7 +64,7 @@
 const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
-const { describe, checkOptionNames } = require('./describe.cjs');
+const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -644,19 +644,6 @@ class PostgresLockStore {
       this.#syncing = null;
     }
   }
-}
-
-/**
- * The token a renew or release carries (`{ fencingToken }`), as statement text;
- * undefined without options.
- */
-function carriedToken(options) {
-  if (options === undefined) return undefined;
-  const token = options?.fencingToken;
-  if (!Number.isSafeInteger(token) || token < 0) {
-    throw new TypeError(`options must be an object like { fencingToken: <non-negative safe integer> }, got ${describe(options)}`);
-  }
-  return String(token);
 }
 
 /** The SQL of a store on `table` (already quoted and qualified). */

@@ -51,7 +51,7 @@
 
 const { randomBytes } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
-const { describe, checkOptionNames } = require('./describe.cjs');
+const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
 const { adapterFor, isNoScript, noop } = require('./redis-adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./redis-scripts.cjs');
 
@@ -109,19 +109,6 @@ function checkTtl(value) {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
   }
-}
-
-/**
- * The token a renew or release carries (`{ fencingToken }`), as script text; undefined
- * without options.
- */
-function carriedToken(options) {
-  if (options === undefined) return undefined;
-  const token = options?.fencingToken;
-  if (!Number.isSafeInteger(token) || token < 0) {
-    throw new TypeError(`options must be an object like { fencingToken: <non-negative safe integer> }, got ${describe(options)}`);
-  }
-  return String(token);
 }
 
 /** `acquire`'s options: `{ queue: true }` asks to be queued when the key is held. */
