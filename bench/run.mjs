@@ -119,10 +119,11 @@ const LINGER_LIBS = ['leasehold-native-linger', 'leasehold-wasm-linger'].filter(
 const isLinger = (lib) => lib.endsWith('-linger');
 const isPeer = (lib) => !lib.startsWith('floor') && !lib.startsWith('leasehold-');
 // Scenario 1 also runs leasehold's other two forms: the key per execution
-// (`operationKey`) and `withLock(key, fn)`.
+// (`operationKey`) and `withLock(key, fn)`; and the first with `ambientToken: false`.
 const UNCONTENDED_LIBS = [
   ...MEMORY_LIBS,
   ...['leasehold-native-opkey', 'leasehold-wasm-opkey', 'leasehold-native-withlock', 'leasehold-wasm-withlock'].filter(available),
+  ...['leasehold-native-noambient', 'leasehold-wasm-noambient'].filter(available),
 ];
 
 /**
@@ -252,7 +253,7 @@ if (wanted(1)) {
   const best = bestPeer(r, 'opsPerSec');
   sections.push(
     `### 1. Memory, uncontended: ${fmtInt(p.count)} sequential executions on one key\n\n` +
-      'leasehold-*: the key defined with the lock (`addLock({ key })`); -opkey: the key per execution (`operationKey`); -withlock: `withLock(key, fn)`.\n\n' +
+      'leasehold-*: the key defined with the lock (`addLock({ key })`); -opkey: the key per execution (`operationKey`); -withlock: `withLock(key, fn)`; -noambient: the first with `ambientToken: false`.\n\n' +
       table(
         ['library', 'ops/s', 'mean', 'p50', 'p99', '× floor', `× best peer (${best})`],
         UNCONTENDED_LIBS.map((lib) => [

@@ -14,7 +14,8 @@
 // - leasehold-native / leasehold-wasm: a pipeline on the default MemoryLockStore; the
 //   engine is chosen by LEASEHOLD_ENGINE before this module is imported. With one key
 //   the lock is defined with it (`addLock({ key })`); `-opkey` passes it per execution
-//   as `operationKey` instead, `-withlock` calls `withLock(key, fn)`.
+//   as `operationKey` instead, `-withlock` calls `withLock(key, fn)`, `-noambient` is the
+//   first built with `ambientToken: false` (callbacks read the token from their context).
 
 import { createRequire } from 'node:module';
 
@@ -84,7 +85,8 @@ async function leaseholdLock({ singleKey, wait }, engine, form) {
   // withLock as its README shows it, defaults and all (scenario 1 only: it never waits).
   if (form === 'withlock') return (key, fn) => api.withLock(key, fn);
   if (singleKey !== undefined && form !== 'opkey') {
-    const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: singleKey, ttl: TTL_MS, wait }).build();
+    const builder = new api.ResiliencePipelineBuilder({ ambientToken: form !== 'noambient' });
+    const pipeline = builder.addLock({ key: singleKey, ttl: TTL_MS, wait }).build();
     return (_key, fn) => pipeline.execute(fn);
   }
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ ttl: TTL_MS, wait }).build();
@@ -102,7 +104,7 @@ export async function createMemoryLock(name, { singleKey, wait = 0 } = {}) {
       return verrouLock({ singleKey });
     default: {
       const [, engine, form] = name.split('-');
-      if (name.startsWith('leasehold-') && ['native', 'wasm'].includes(engine) && [undefined, 'opkey', 'withlock'].includes(form)) {
+      if (name.startsWith('leasehold-') && ['native', 'wasm'].includes(engine) && [undefined, 'opkey', 'withlock', 'noambient'].includes(form)) {
         return leaseholdLock({ singleKey, wait }, engine, form);
       }
       throw new Error(`unknown memory library ${name}`);
