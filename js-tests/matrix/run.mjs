@@ -414,6 +414,7 @@ const CHECK_TITLES = {
   jsStore: 'JS store called back',
   loss: 'loss aborts signal',
   ambient: 'getLockToken()',
+  callerContext: "callback in the caller's async context",
   exits: 'process exits on its own',
 };
 const columns = [...checkNames, 'exits'];
@@ -440,6 +441,7 @@ runs.forEach((run, i) => {
     if (!r) return '–';
     if (!r.ok) return '✗';
     if (name === 'ambient') return /across await/.test(r.detail) ? '✓ across await' : '✓ sync part only';
+    if (name === 'callerContext') return /no AsyncLocalStorage/.test(r.detail) ? '–' : /no waits/.test(r.detail) ? '✓ free key' : '✓';
     return '✓';
   });
   const how = `\`${run.entry}\`${run.condition ? ` (\`${run.condition}\` condition)` : ''}${o.entry ? ` → \`${o.entry}\`` : ''}`;
@@ -453,6 +455,9 @@ lines.push(
   '"sync part only" means it is there in the synchronous part of the callback and `undefined` after',
   'its first `await` (browsers), while `getLockToken(context)` works until the execution',
   'settles (after that it is `undefined`; `context.properties` keeps the token).',
+  "Callback in the caller's async context: the user's own AsyncLocalStorage reads, inside a callback,",
+  'what it read where `execute()` was called, also when another caller\'s release granted the lock',
+  '(–: no AsyncLocalStorage; workerd: free key only, as memory waits are refused there).',
 );
 lines.push(
   '',
