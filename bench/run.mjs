@@ -199,7 +199,9 @@ async function interleave(libs, rounds, measure) {
       try {
         results[lib][round] = await measure(lib, round);
       } catch (error) {
-        log(`${lib} failed in round ${round + 1}: ${error.message.split('\n')[0]}`);
+        // The first line names the child; the child's own error is at the end of its stderr.
+        const lines = error.message.split('\n').filter((line) => line.trim() !== '' && !/^\s+at /.test(line));
+        log(`${lib} failed in round ${round + 1}: ${[lines[0], ...lines.slice(1).slice(-3)].join('\n    ')}`);
         results[lib][round] = { error: error.message.split('\n')[0] };
       }
     }
