@@ -7,6 +7,7 @@
 //
 // This file assembles one API from the modules in lib/host/, each with one job:
 //   engine-host.cjs   EngineHost: engine calls, store calls, effects, the one timer
+//   callbacks.cjs     how a callback is started (its job, its ambient context)
 //   execution.cjs     HostedExecution (what the host asks of an execution), Execution,
 //                     ResilienceContext, getLockToken
 //   pipeline.cjs      ResiliencePipelineBuilder, ResiliencePipeline
@@ -24,7 +25,8 @@ const { createChecks } = require('./host/options.cjs');
 const { defineEngineHost } = require('./host/engine-host.cjs');
 const { defineClocks } = require('./host/clock.cjs');
 const { defineMemoryLockStore } = require('./host/memory-store.cjs');
-const { defineExecutions, createNesting, LOCK_TOKEN } = require('./host/execution.cjs');
+const { defineExecutions, LOCK_TOKEN } = require('./host/execution.cjs');
+const { createNesting } = require('./host/callbacks.cjs');
 const { definePipelines } = require('./host/pipeline.cjs');
 const { defineLeases } = require('./host/lease.cjs');
 const { defineWithLock } = require('./host/with-lock.cjs');

@@ -13,7 +13,7 @@
 //     and hands it to waiters as any lease of its own.
 //   - The callback of every execution starts from a microtask, after execute() returned.
 
-const { startInJob } = require('./execution.cjs');
+const { startInJob } = require('./callbacks.cjs');
 
 const TOKEN_WORD = 0;
 const BUSY_FIRST = 1;

@@ -87,7 +87,7 @@ function definePipelines(api) {
       this.host = host;
       this.locks = locks;
       this.telemetry = telemetry;
-      // Whether callbacks run with their context ambient (runCallback in execution.cjs).
+      // Whether callbacks run with their context ambient (runCallback in callbacks.cjs).
       this.ambientToken = ambientToken;
       this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
       // A single lock with a fixed key is defined in the engine once, on first use (not
