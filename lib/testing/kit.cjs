@@ -67,7 +67,7 @@ function settingsOf(name, options, defaults) {
     capabilities,
     ttl: checkMs(options, 'ttl', 30_000),
     shortTtl: checkMs(options, 'shortTtl', clock ? 1000 : 300),
-    renewTtl: checkMs(options, 'renewTtl', 1200),
+    renewTtl: checkMs(options, 'renewTtl', 1000),
     timeout,
     callTimeout: Math.min(timeout, 5000),
     leasehold: leasehold ? () => leasehold : defaults.leasehold,
