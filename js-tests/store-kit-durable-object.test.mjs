@@ -1,0 +1,59 @@
+// The store kit (`leasehold/testing`) on DurableObjectLockStore in workerd, through
+// miniflare: js-tests/durable-object/kit-worker.mjs runs each case in one request, with
+// the kit's `test` injected. workerd runs the wasm engine only: the wasm pass runs these.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+let Miniflare;
+try {
+  ({ Miniflare } = await import('miniflare'));
+} catch {
+  Miniflare = undefined;
+}
+const skip =
+  process.env.LEASEHOLD_ENGINE === 'native'
+    ? 'workerd runs the wasm engine only: these tests run in the wasm pass'
+    : !Miniflare
+      ? 'miniflare is not installed'
+      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
+        ? 'the wasm engine is not built (npm run build)'
+        : false;
+
+let mf;
+if (!skip) {
+  mf = new Miniflare({
+    modules: true,
+    scriptPath: path.join(root, 'js-tests/durable-object/kit-worker.mjs'),
+    modulesRoot: root,
+    modulesRules: [
+      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
+      { type: 'CommonJS', include: ['**/*.cjs'] },
+      { type: 'CompiledWasm', include: ['**/*.wasm'] },
+    ],
+    compatibilityDate: '2025-09-01',
+    compatibilityFlags: ['nodejs_compat'],
+    durableObjects: { LOCKS: 'LockDurableObject' },
+  });
+  await mf.ready;
+}
+after(() => mf?.dispose());
+
+async function get(pathAndQuery) {
+  const response = await mf.dispatchFetch(`http://worker.test${pathAndQuery}`);
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
+  return JSON.parse(text);
+}
+
+const names = skip ? ['the store kit'] : await get('/cases');
+for (const [i, name] of names.entries()) {
+  test(`DurableObjectLockStore: ${name}`, { skip, timeout: 60_000 }, async (t) => {
+    const outcome = await get(`/run?case=${i}`);
+    if (outcome.skipped) return t.skip(outcome.skipped);
+    assert.ok(outcome.passed, outcome.error);
+  });
+}
