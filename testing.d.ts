@@ -39,7 +39,7 @@ export interface StoreKitOptions<S extends LockStore = LockStore> {
   clock?: { now(): number; advance(ms: number): unknown };
   /** A lease that outlasts every case, in ms. Default 30000. */
   ttl?: number;
-  /** The lease the expiry cases let end, in ms. Default 1000 on a fake clock, 300 otherwise. */
+  /** The lease the expiry cases let end, in ms. Default 1000 on a fake clock, 500 otherwise. */
   shortTtl?: number;
   /** The ttl of the lease the engine renews in the renewal case (real time), in ms. Default 1000. */
   renewTtl?: number;

@@ -3,6 +3,7 @@
 // fail the case for what it broke, with a message that says so, and pass the others.
 // A correct store (and the granting store of support/stores.mjs) passes every case.
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
 import { FakeTimeProvider } from './support/leasehold.mjs';
 import { testLockStore } from 'leasehold/testing';
@@ -107,4 +108,9 @@ test('bad options are refused at once, naming the option', () => {
   refuses({ store: noop, capabilities: { permits: true } }, /no capability "permits"; the capabilities are subscribe, grants, announces, localHandoff/);
   assert.throws(() => testLockStore('', { store: noop }), /name must be a non-empty string/);
   assert.throws(() => testLockStore('x', { store: noop, describe: noop }), /describe was passed without test/);
+});
+
+test('require and import give the same testLockStore', () => {
+  const required = createRequire(import.meta.url)('leasehold/testing');
+  assert.equal(required.testLockStore, testLockStore);
 });

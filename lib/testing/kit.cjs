@@ -66,7 +66,7 @@ function settingsOf(name, options, defaults) {
     clock,
     capabilities,
     ttl: checkMs(options, 'ttl', 30_000),
-    shortTtl: checkMs(options, 'shortTtl', clock ? 1000 : 300),
+    shortTtl: checkMs(options, 'shortTtl', clock ? 1000 : 500),
     renewTtl: checkMs(options, 'renewTtl', 1000),
     timeout,
     callTimeout: Math.min(timeout, 5000),
