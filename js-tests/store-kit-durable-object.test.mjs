@@ -2,10 +2,11 @@
 // miniflare: js-tests/durable-object/kit-worker.mjs runs each case in one request, with
 // the kit's `test` injected. workerd runs the wasm engine only: the wasm pass runs these.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import kit from '../lib/testing/kit.cjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 let Miniflare;
@@ -23,11 +24,22 @@ const skip =
         ? 'the wasm engine is not built (npm run build)'
         : false;
 
+// The Worker's entry: the package's workerd entries, found through its exports.
+const { exports } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const entry = `
+import * as leasehold from '${exports['.'].workerd}';
+import { DurableObjectLockStore, LockDurableObject } from '${exports['./durable-object'].default}';
+import { kitWorker } from './js-tests/durable-object/kit-worker.mjs';
+export { LockDurableObject };
+export default kitWorker(leasehold, DurableObjectLockStore);
+`;
+
 let mf;
 if (!skip) {
   mf = new Miniflare({
     modules: true,
-    scriptPath: path.join(root, 'js-tests/durable-object/kit-worker.mjs'),
+    script: entry,
+    scriptPath: path.join(root, 'kit-entry.mjs'),
     modulesRoot: root,
     modulesRules: [
       { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
@@ -49,8 +61,7 @@ async function get(pathAndQuery) {
   return JSON.parse(text);
 }
 
-const names = skip ? ['the store kit'] : await get('/cases');
-for (const [i, name] of names.entries()) {
+for (const [i, { name }] of kit.CASES.entries()) {
   test(`DurableObjectLockStore: ${name}`, { skip, timeout: 60_000 }, async (t) => {
     const outcome = await get(`/run?case=${i}`);
     if (outcome.skipped) return t.skip(outcome.skipped);

@@ -3,7 +3,7 @@
 // each case here runs one of them there. The kit is CommonJS: this test's server bundles
 // it for the browser with esbuild. Browsers run the wasm engine only: the wasm pass runs these.
 import assert from 'node:assert/strict';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -19,6 +19,11 @@ const skip =
     : chromiumMissing ||
       (!existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm')) ? 'the wasm engine is not built (npm run build)' : false);
 
+// The package's browser entries, found through its exports; the page imports them by
+// these names, redirected to the files (so their own relative imports resolve).
+const { exports } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const REDIRECTS = { 'leasehold.mjs': exports['.'].browser, 'leasehold-tabs.mjs': exports['./tabs'].default };
+
 const TYPES = { '.html': 'text/html; charset=utf-8', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
 const SERVED = ['lib/', 'dist/', 'js-tests/tabs/'];
 
@@ -33,6 +38,7 @@ async function serve() {
   const kitSource = bundled.outputFiles[0].text;
   const server = http.createServer((req, res) => {
     const rel = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname).replace(/^\/+/, '');
+    if (REDIRECTS[rel]) return res.writeHead(302, { location: REDIRECTS[rel].replace(/^\./, '') }).end();
     if (rel === 'kit.mjs') return res.writeHead(200, { 'content-type': TYPES['.mjs'] }).end(kitSource);
     if (rel === '') return res.writeHead(200, { 'content-type': TYPES['.html'] }).end('<!doctype html><title>kit</title>');
     const file = path.resolve(root, rel);

@@ -1,8 +1,9 @@
 // What the page of js-tests/store-kit-tabs.test.mjs runs: the store kit's cases on a
 // TabLockStore, registered with a `test` of its own (the kit, bundled for the browser by
-// the test's server, is /kit.mjs).
-import * as leasehold from '/lib/browser.mjs';
-import { TabLockStore } from '/lib/tabs.mjs';
+// the test's server, is /kit.mjs; the package's browser entries are /leasehold.mjs and
+// /leasehold-tabs.mjs).
+import * as leasehold from '/leasehold.mjs';
+import { TabLockStore } from '/leasehold-tabs.mjs';
 import kit from '/kit.mjs';
 
 const cases = [];
