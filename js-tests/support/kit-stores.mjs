@@ -3,7 +3,7 @@
 
 /**
  * A correct store on `clock` unless `broken` names a fault:
- * `renewAnyOwner`, `releaseAnyOwner`, `reentrant`, `tokensGoBack`, `neverExpires`,
+ * `renewAnyOwner`, `releaseAnyOwner`, `reentrant`, `grantsHeldKeys`, `tokensGoBack`, `neverExpires`,
  * `noInputChecks`, `acquireShape` (answers { token }), `renewShape` (answers 'yes'),
  * `ignoresCarriedToken` (declares localHandoff but grants below a carried token).
  */
@@ -24,7 +24,7 @@ export function kitStore(clock, broken = {}) {
     async acquire(key, owner, ttl) {
       check(key, owner, ttl);
       const lease = live(key);
-      if (lease && !(broken.reentrant && lease.owner === owner)) return undefined;
+      if (lease && !broken.grantsHeldKeys && !(broken.reentrant && lease.owner === owner)) return undefined;
       const previous = last.get(key) ?? (broken.localHandoff ? clock.now() * 1000 : 0);
       const token = broken.tokensGoBack ? Math.max(1, 100 - previous) : previous + 1;
       last.set(key, token);

@@ -9,8 +9,8 @@ const realClearTimeout = globalThis.clearTimeout;
 
 /** The error a broken contract fails a case with; its message says what was broken. */
 class StoreContractError extends Error {
-  constructor(message) {
-    super(message);
+  constructor(message, options) {
+    super(message, options);
     this.name = 'StoreContractError';
   }
 }
