@@ -70,7 +70,7 @@ test('a granting store passes the grant cases; one that offers grants inside rel
   assert.match(sync["a queued try is handed the lease by the holder's release, told through subscribe's listener"], /offered inside the release call that made it: offer grants from a later turn/);
 });
 
-describe('a broken store fails the case for what it broke, saying what', () => {
+describe('a broken store fails the case for what it broke, saying what', { concurrency: true }, () => {
   const BROKEN = [
     ['renewAnyOwner', { [RENEW]: /renew by an owner that does not hold the lease answered true: renew must check the owner/ }],
     ['releaseAnyOwner', { [RELEASE]: /release by an owner that does not hold the lease answered true: release must check the owner/ }],
