@@ -4,7 +4,11 @@
 // own clock, a server's: the kit waits, briefly, and its bounds only catch hangs).
 const { StoreContractError, checkedStore, sleep } = require('./checked-store.cjs');
 
-/** What the store declares it can do, read from the store when the case runs. */
+/**
+ * What the store declares it can do, read from the store when the case runs; `declared`
+ * (the `capabilities` option) overrides it. A new capability (permits, inspection) is
+ * read here, named in kit.cjs's CAPABILITIES, and its cases say `needs: '<name>'`.
+ */
 function capabilitiesOf(store, declared) {
   const subscribes = typeof store.subscribe === 'function';
   const grants = subscribes && store.grantsOnRelease === true;

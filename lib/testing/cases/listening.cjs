@@ -13,6 +13,7 @@ const NO_QUEUE = Object.freeze({ queue: false });
  */
 function listen(ctx, key) {
   const rec = { calls: [], claims: () => false, releasing: false };
+  expect(typeof ctx.raw.subscribe === 'function', 'the store is held to grants or announcements (capabilities) but has no subscribe method');
   rec.off = ctx.raw.subscribe(key, (grant) => {
     rec.calls.push({ grant, inRelease: rec.releasing });
     return grant !== undefined && rec.claims(grant) === true;
