@@ -1,7 +1,7 @@
 'use strict';
 // The host of one engine (one time source): it carries out what the engine asks. It
 // calls JS stores and hands their answers back, applies the effects the engine returns
-// (lib/protocol.cjs decodes them), keeps the engine's one timer, and, when the engine
+// (lib/host/protocol.cjs decodes them), keeps the engine's one timer, and, when the engine
 // fails where no caller can be told, retires it. It decides nothing itself.
 
 const {
@@ -21,8 +21,8 @@ const {
   EFFECT_FIRST,
   stringCount,
   decodeEffect,
-} = require('../protocol.cjs');
-const { describe } = require('../describe.cjs');
+} = require('./protocol.cjs');
+const { describe } = require('../common/describe.cjs');
 const { HOST, STORE_ID } = require('./symbols.cjs');
 const { Watchers } = require('./watchers.cjs');
 const { FastPath } = require('./fast-path.cjs');
@@ -67,7 +67,7 @@ function randomSeed() {
 }
 
 /**
- * The EngineHost class of one API. `api` is the API's shared context (lib/host.cjs):
+ * The EngineHost class of one API. `api` is the API's shared context (lib/host/api.cjs):
  * `binding`, `fromEngine`, and the classes read when first needed (`MemoryLockStore`,
  * `Execution`).
  */
@@ -301,7 +301,7 @@ function defineEngineHost(api) {
       try {
         do {
           this.more = false;
-          // Flat effects (lib/protocol.cjs); text only when the header says there is some.
+          // Flat effects (lib/host/protocol.cjs); text only when the header says there is some.
           const numbers = this.engine.takeEffects();
           const strings = stringCount(numbers) > 0 ? this.engine.takeStrings() : NO_STRINGS;
           for (let i = EFFECT_FIRST; i < numbers.length; i += EFFECT_WIDTH) {

@@ -1,5 +1,5 @@
 // Entry for browsers and web workers (the `browser` and `worker` conditions): the wasm
-// engine, loaded on first use or by `init()` (lib/wasm-lazy.mjs). No top-level await.
+// engine, loaded on first use or by `init()` (lib/entries/wasm-lazy.mjs). No top-level await.
 //
 // Browsers have no AsyncLocalStorage: `getLockToken(context)` works while the callback runs, and
 // `getLockToken()` without a context sees the lock only during the synchronous part of

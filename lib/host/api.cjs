@@ -16,23 +16,23 @@
 //   clock.cjs         FakeTimeProvider and the system clock's host
 //   memory-store.cjs  MemoryLockStore
 //   options.cjs       argument checks
-// The engine↔host protocol is lib/protocol.cjs; the bindings' fast paths,
-// lib/fast-calls.cjs.
+// The engine↔host protocol is lib/host/protocol.cjs; the bindings' fast paths,
+// lib/host/fast-calls.cjs.
 
 const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine } = require('./errors.cjs');
 const { withFastCalls } = require('./fast-calls.cjs');
-const { createChecks } = require('./host/options.cjs');
-const { defineEngineHost } = require('./host/engine-host.cjs');
-const { defineClocks } = require('./host/clock.cjs');
-const { defineMemoryLockStore } = require('./host/memory-store.cjs');
-const { defineExecutions, LOCK_TOKEN } = require('./host/execution.cjs');
-const { createNesting } = require('./host/callbacks.cjs');
-const { definePipelines } = require('./host/pipeline.cjs');
-const { defineLeases } = require('./host/lease.cjs');
-const { defineWithLock } = require('./host/with-lock.cjs');
+const { createChecks } = require('./options.cjs');
+const { defineEngineHost } = require('./engine-host.cjs');
+const { defineClocks } = require('./clock.cjs');
+const { defineMemoryLockStore } = require('./memory-store.cjs');
+const { defineExecutions, LOCK_TOKEN } = require('./execution.cjs');
+const { createNesting } = require('./callbacks.cjs');
+const { definePipelines } = require('./pipeline.cjs');
+const { defineLeases } = require('./lease.cjs');
+const { defineWithLock } = require('./with-lock.cjs');
 
 /**
- * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/native.cjs
+ * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/entries/native.cjs
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
  * wait on an in-process store (workerd).
@@ -45,7 +45,7 @@ function createApi(rawBinding, options) {
     binding,
     fromEngine: (error) => fromEngine(error, binding.takePanic),
     ambient: options.AsyncLocalStorage ? new options.AsyncLocalStorage() : undefined,
-    // Whether AsyncLocalStorage sits on AsyncContextFrame (lib/index.cjs): then a callback
+    // Whether AsyncLocalStorage sits on AsyncContextFrame (lib/entries/index.cjs): then a callback
     // in a promise job of its own enters its context without leaving it (`runCallback`).
     enterInJob: options.enterInJob === true,
     // Without AsyncLocalStorage (browsers), the ambient context is the one whose

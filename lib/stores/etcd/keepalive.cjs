@@ -7,7 +7,7 @@
  * seconds (0: the lease is gone).
  */
 
-const { describe } = require('./describe.cjs');
+const { describe } = require('../../common/describe.cjs');
 
 // How long the stream stays open with nothing pending: renewals every ttl/3 reuse it.
 const LINGER_MS = 1_000;

@@ -5,7 +5,7 @@
  * and workerd without a bundler (the CommonJS helpers in lib/*.cjs do not).
  */
 
-/** A value as an error message shows it (as lib/describe.cjs does, shorter). */
+/** A value as an error message shows it (as lib/common/describe.cjs does, shorter). */
 export function describe(value) {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (value === null) return 'null';

@@ -22,7 +22,7 @@
  *   first waiter when it runs out.
  */
 import { DurableObject } from 'cloudflare:workers';
-import { GrantListeners, checkOptions, checkString, checkTtl, describe } from './store-support.mjs';
+import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
 
 const LEASE = 'lease';
 const LAST_TOKEN = 'lastToken';

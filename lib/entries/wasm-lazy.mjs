@@ -4,13 +4,13 @@
 // own file or from where `init({ wasm })` says.
 //
 // Before it has loaded: building pipelines works (the wasm engine's durations are
-// checked in JavaScript, lib/durations.cjs), executions wait for the load, and what needs the engine at
+// checked in JavaScript, lib/entries/durations.cjs), executions wait for the load, and what needs the engine at
 // once (a new MemoryLockStore, a FakeTimeProvider's clock) throws an Error that says to
 // `await init()` first.
-import { createApi } from '../dist/wasm/host.mjs';
-import { checkDuration } from '../dist/wasm/durations.mjs';
-import { checkInitOptions } from '../dist/wasm/init-options.mjs';
-import initModule, { WasmEngine, keepPanics, takePanic } from '../dist/wasm/leasehold_wasm.mjs';
+import { createApi } from '../../dist/wasm/host.mjs';
+import { checkDuration } from '../../dist/wasm/durations.mjs';
+import { checkInitOptions } from '../../dist/wasm/init-options.mjs';
+import initModule, { WasmEngine, keepPanics, takePanic } from '../../dist/wasm/leasehold_wasm.mjs';
 
 function notLoaded() {
   const error = new Error(

@@ -6,7 +6,7 @@
 // load. (A guarded dynamic import would need a computed specifier, which bundlers and
 // miniflare refuse.)
 import { AsyncLocalStorage } from 'node:async_hooks';
-import wasmModule from '../dist/wasm/leasehold_wasm_bg.wasm';
+import wasmModule from '../../dist/wasm/leasehold_wasm_bg.wasm';
 import { createLoadedApi } from './wasm-api.mjs';
 
 // workerd cancels a request that waits for a promise only another request's I/O can

@@ -5,7 +5,7 @@
 const path = require('node:path');
 const { checkDuration } = require('./durations.cjs');
 
-const dir = path.join(__dirname, '..', 'dist', 'wasm');
+const dir = path.join(__dirname, '..', '..', 'dist', 'wasm');
 
 function load() {
   let wasm;

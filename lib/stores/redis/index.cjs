@@ -50,10 +50,10 @@
  */
 
 const { randomBytes } = require('node:crypto');
-const { ReleaseListeners } = require('./release-listeners.cjs');
-const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
-const { adapterFor, isNoScript, noop } = require('./redis-adapters.cjs');
-const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./redis-scripts.cjs');
+const { ReleaseListeners } = require('../shared/release-listeners.cjs');
+const { describe, checkOptionNames, carriedToken } = require('../../common/describe.cjs');
+const { adapterFor, isNoScript, noop } = require('./adapters.cjs');
+const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./scripts.cjs');
 
 /** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
 const MAX_QUEUED = 4096;
@@ -383,7 +383,7 @@ class RedisLockStore {
    * when"): a process keeps a key for at most this turn, `handOffAfter` ms, while
    * others wait. A renew or release that carries `{ fencingToken }` makes the key's
    * next grant larger than it, and grants are never below the server's clock in
-   * microseconds (ACQUIRE in lib/redis-scripts.cjs).
+   * microseconds (ACQUIRE in lib/stores/redis/scripts.cjs).
    */
   get localHandoff() {
     return this.#handOffTurn;

@@ -1,10 +1,10 @@
 'use strict';
 // `require('leasehold')` on Node and Bun: the native addon where one for this platform
-// loads (lib/native.cjs says where it looks), the wasm module otherwise, with the reason
+// loads (lib/entries/native.cjs says where it looks), the wasm module otherwise, with the reason
 // in `engineFallbackReason`. LEASEHOLD_ENGINE=wasm (or =native) forces a choice; `engine`
 // says which one runs.
 const { AsyncLocalStorage } = require('node:async_hooks');
-const { createApi } = require('./host.cjs');
+const { createApi } = require('../host/api.cjs');
 const { checkInitOptions } = require('./init-options.cjs');
 
 function pickEngine() {

@@ -35,7 +35,7 @@ function addonFile(triple = platformTriple()) {
 /** Requires the addon from the first place that has one; throws saying why none loaded. */
 function requireAddon() {
   const triple = platformTriple();
-  const built = path.join(__dirname, '..', 'dist', addonFile(triple));
+  const built = path.join(__dirname, '..', '..', 'dist', addonFile(triple));
   if (fs.existsSync(built)) return require(built);
   const name = `@leasehold/${triple}`;
   let resolved;
@@ -45,8 +45,8 @@ function requireAddon() {
     // The published manifest names every platform package (scripts/pack.mjs adds them);
     // a clone of the repository has their folders in npm/.
     const published =
-      Object.hasOwn(require('../package.json').optionalDependencies ?? {}, name) ||
-      fs.existsSync(path.join(__dirname, '..', 'npm', triple, 'package.json'));
+      Object.hasOwn(require('../../package.json').optionalDependencies ?? {}, name) ||
+      fs.existsSync(path.join(__dirname, '..', '..', 'npm', triple, 'package.json'));
     throw new Error(
       published
         ? `${name} is not installed (npm skips it when optional dependencies are omitted: install again without --omit=optional)`
@@ -62,7 +62,7 @@ function requireAddon() {
 
 /**
  * The native binding: its Engine class, its duration check, and the addon, whose fast
- * paths lib/fast-calls.cjs installs.
+ * paths lib/host/fast-calls.cjs installs.
  */
 function load() {
   const addon = requireAddon();

@@ -39,7 +39,7 @@
  * this store's waiters out.
  *
  * The watches and the keep-alives go over one stream each of the client's
- * (lib/etcd-watch.cjs, lib/etcd-keepalive.cjs), opened when needed and ended once idle.
+ * (lib/stores/etcd/watch.cjs, lib/stores/etcd/keepalive.cjs), opened when needed and ended once idle.
  *
  * Failover. A stream whose member goes away is replaced, and its watches resume from
  * the revision they started at. An acquire's transaction and lease grant are sent with
@@ -57,10 +57,10 @@
  * ttl; `close()` revokes them.
  */
 
-const { ReleaseListeners } = require('./release-listeners.cjs');
-const { describe, checkOptionNames } = require('./describe.cjs');
-const { KeepAlives } = require('./etcd-keepalive.cjs');
-const { DeletionWatches } = require('./etcd-watch.cjs');
+const { ReleaseListeners } = require('../shared/release-listeners.cjs');
+const { describe, checkOptionNames } = require('../../common/describe.cjs');
+const { KeepAlives } = require('./keepalive.cjs');
+const { DeletionWatches } = require('./watch.cjs');
 const {
   EQUAL,
   CREATE,
@@ -78,7 +78,7 @@ const {
   rangeOf,
   firstRange,
   lastTwoRange,
-} = require('./etcd-requests.cjs');
+} = require('./requests.cjs');
 
 function noop() {}
 

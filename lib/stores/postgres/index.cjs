@@ -62,9 +62,9 @@
  */
 
 const { createHash } = require('node:crypto');
-const { ReleaseListeners } = require('./release-listeners.cjs');
-const { checkWellFormed } = require('./well-formed.cjs');
-const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
+const { ReleaseListeners } = require('../shared/release-listeners.cjs');
+const { checkWellFormed } = require('../../common/well-formed.cjs');
+const { describe, checkOptionNames, carriedToken } = require('../../common/describe.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks

@@ -2,7 +2,7 @@
 // What `init(options)` accepts, in every entry: where the wasm module comes from, chosen
 // by the app (a bundler that does not copy the package's `.wasm` file, a CDN, bytes the
 // app already has).
-const { describe, checkOptionNames } = require('./describe.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 
 const WASM_KINDS =
   "a URL (a string or a URL), a Request, a Response or a promise of one, a WebAssembly.Module, or the module's bytes (an ArrayBuffer or a typed array)";

@@ -1,9 +1,9 @@
 'use strict';
-// The requests of `EtcdLockStore` (lib/etcd.cjs) and the checks of its arguments: etcd's
+// The requests of `EtcdLockStore` (lib/stores/etcd/index.cjs) and the checks of its arguments: etcd's
 // enum values, key names and ranges, and reading etcd's answers.
 
-const { checkWellFormed } = require('./well-formed.cjs');
-const { describe } = require('./describe.cjs');
+const { checkWellFormed } = require('../../common/well-formed.cjs');
+const { describe } = require('../../common/describe.cjs');
 
 // etcd's enum values (rpc.proto), sent as numbers.
 const EQUAL = 0; // Compare.result

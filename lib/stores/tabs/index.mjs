@@ -31,7 +31,7 @@
  *   holder).
  */
 
-import { GrantListeners, checkOptions, checkString, checkTtl, describe } from './store-support.mjs';
+import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
 
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
