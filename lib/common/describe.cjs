@@ -43,17 +43,4 @@ function checkOptionNames(options, known, what) {
   }
 }
 
-/**
- * The token a store's renew or release carries (`{ fencingToken }`, local handoff), as
- * the decimal text a script or statement takes; undefined without options.
- */
-function carriedToken(options) {
-  if (options === undefined) return undefined;
-  const token = options?.fencingToken;
-  if (!Number.isSafeInteger(token) || token < 0) {
-    throw new TypeError(`options must be an object like { fencingToken: <non-negative safe integer> }, got ${describe(options)}`);
-  }
-  return String(token);
-}
-
-module.exports = { describe, checkOptionNames, carriedToken };
+module.exports = { describe, checkOptionNames };

@@ -61,130 +61,16 @@
  * without delaying them.
  */
 
-const { createHash } = require('node:crypto');
-const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { checkWellFormed } = require('../../common/well-formed.cjs');
-const { describe, checkOptionNames, carriedToken } = require('../../common/describe.cjs');
+const { describe, checkOptionNames } = require('../../common/describe.cjs');
+const { checkTtl, checkListener, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
+const { noop, checkText, checkIdentifier, isQueryable, isPool, toToken, isSerializationFailure, rowsOf } = require('./client.cjs');
+const { statements, quoteIdentifier } = require('./statements.cjs');
+const { PostgresListener, channelOf } = require('./listen.cjs');
 
-// ---------------------------------------------------------------------------------
-// Names and argument checks
-// ---------------------------------------------------------------------------------
-
-function noop() {}
-
-/**
- * Keys and owners: non-empty strings that PostgreSQL `text` can hold (no U+0000), and
- * well-formed UTF-16 (`pg` sends a lone surrogate as U+FFFD: distinct keys would share
- * a row).
- */
-function checkText(name, value) {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-  if (value.includes('\u0000')) {
-    throw new TypeError(`${name} must not contain the character U+0000 (PostgreSQL text cannot store it)`);
-  }
-  checkWellFormed(value, name);
-}
-
-function checkTtl(value) {
-  if (typeof value !== 'number') {
-    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
-  }
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
-  }
-}
-
-/** A table or schema name: used as a quoted identifier, so any text that fits one. */
-function checkIdentifier(name, value) {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-  if (value.includes('\u0000')) throw new TypeError(`${name} must not contain the character U+0000`);
-  // Two names that differ only in a lone surrogate would name one table.
-  checkWellFormed(value, name);
-  if (Buffer.byteLength(value, 'utf8') > 63) {
-    throw new RangeError(`${name} must be at most 63 bytes long (a PostgreSQL identifier), got ${describe(value)}`);
-  }
-}
-
-/** `"name"`, with inner quotes doubled: safe for any text. */
-function quoteIdentifier(name) {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-function isQueryable(value) {
-  return value != null && (typeof value === 'object' || typeof value === 'function') && typeof value.query === 'function';
-}
-
-/**
- * A `pg.Pool` (or a pool built on pg-pool): it exposes the client class it builds its
- * connections with (`Client`) and the settings it builds them from (`options`).
- */
-function isPool(client) {
-  return (
-    'totalCount' in client &&
-    'idleCount' in client &&
-    typeof client.Client === 'function' &&
-    client.options != null &&
-    typeof client.options === 'object'
-  );
-}
-
-/**
- * The stores watching each Pool for its end: one 'remove' listener per pool, however
- * many stores share it. pg-pool has no 'end' event; `end()` sets `ending` and removes
- * its idle clients (and each busy one as it comes back), emitting 'remove' for each.
- */
-const poolEndWatchers = new WeakMap();
-
-/** Calls `onEnd` when `pool` is being ended; returns a function that stops it. */
-function watchPoolEnd(pool, onEnd) {
-  if (typeof pool.on !== 'function') return noop;
-  let watchers = poolEndWatchers.get(pool);
-  if (watchers === undefined) {
-    watchers = new Set();
-    poolEndWatchers.set(pool, watchers);
-    pool.on('remove', () => {
-      if (pool.ending !== true) return;
-      for (const watcher of [...watchers]) watcher();
-    });
-  }
-  const watcher = () => onEnd();
-  watchers.add(watcher);
-  return () => watchers.delete(watcher);
-}
-
-function toToken(reply) {
-  const n = typeof reply === 'number' ? reply : Number(reply);
-  if (!Number.isSafeInteger(n) || n <= 0) {
-    throw new Error(`PostgresLockStore: unexpected token from the acquire statement: ${describe(reply)}`);
-  }
-  return n;
-}
-
-function isSerializationFailure(err) {
-  return err != null && err.code === '40001';
-}
-
-function rowsOf(result, method) {
-  const rows = result == null ? undefined : result.rows;
-  if (!Array.isArray(rows)) {
-    throw new Error(`PostgresLockStore: the client's query() did not resolve to { rows: [...] } for ${method}`);
-  }
-  return rows;
-}
-
-const MIN_RECONNECT_MS = 1000;
 // A serialization failure means another session's statement on the key committed
 // meanwhile; run again, the statement sees it. More than one in a row takes a key
 // changed as fast as statements run.
 const SERIALIZATION_RETRIES = 3;
-// How long the store's own listen connection stays open without a listener: a key that
-// is waited for again and again (a waiter leaves as it is granted, the next arrives)
-// keeps its connection instead of paying a connect each time.
-const LINGER_MS = 1000;
 
 /**
  * A process's turn on a key: how long one engine hands a lease between its own
@@ -198,8 +84,6 @@ const DEFAULT_HAND_OFF_MS = 10;
 
 class PostgresLockStore {
   #client;
-  #listenClientOption;
-  #pool;
   #notify;
   #table;
   #schema;
@@ -207,35 +91,18 @@ class PostgresLockStore {
   #sql;
   #handOffAfter;
 
-  // Release announcements: listeners per channel.
-  #listeners = new ReleaseListeners(() => this.#sync());
-  #connection = null; // the listen connection, once open
-  #listening = new Set();
-  #syncing = null; // the running sync pass, if any
-  #opening = false; // whether that pass is waiting for a connection to open
-  #dirty = false;
+  // Release announcements: the LISTEN connection (listen.cjs), when there is one.
+  #listener;
   #closed = false;
-  #retryTimer = undefined;
-  // Since when (performance.now()) the store's own listen connection has had no
-  // listener, and the timer that closes it once it has lingered.
-  #idleSince = undefined;
-  #lingerTimer = undefined;
-  // Stops watching the Pool for its end, while the store's own connection is open.
-  #unwatchPool = noop;
 
   /**
    * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
    */
   constructor(options) {
-    if (options == null || typeof options !== 'object') {
-      throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
-    }
+    checkOptionsObject(options, 'a client');
     checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter'], 'PostgresLockStore');
     const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS } = options;
-    if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
-      throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
-    }
-    this.#handOffAfter = handOffAfter;
+    this.#handOffAfter = checkHandOff(handOffAfter);
     if (!isQueryable(client)) {
       throw new TypeError(
         `client must be a pg Pool or Client (an object with query(text, values)), got ${describe(client)}`,
@@ -250,8 +117,7 @@ class PostgresLockStore {
       );
     }
     this.#client = client;
-    this.#listenClientOption = listenClient;
-    this.#pool = listenClient === undefined && isPool(client) ? client : undefined;
+    this.#listener = new PostgresListener({ listenClient, pool: listenClient === undefined && isPool(client) ? client : undefined });
     this.#notify = notify;
     this.#table = table;
     this.#schema = schema;
@@ -402,8 +268,7 @@ class PostgresLockStore {
   }
 
   #channel(key) {
-    const digest = createHash('md5').update(`${this.#qualified}\u0000${key}`, 'utf8').digest('hex');
-    return `leasehold_${digest}`;
+    return channelOf(this.#qualified, key);
   }
 
   /**
@@ -422,16 +287,14 @@ class PostgresLockStore {
    */
   subscribe(key, onReleased) {
     checkText('key', key);
-    if (typeof onReleased !== 'function') {
-      throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
-    }
-    if (this.#closed || !this.#notify || !this.canSubscribe) return noop;
-    return this.#listeners.add(this.#channel(key), onReleased);
+    checkListener(onReleased);
+    if (this.#closed || !this.canSubscribe) return noop;
+    return this.#listener.listeners.add(this.#channel(key), onReleased);
   }
 
   /** Whether `subscribe` can listen: `notify` is on and there is a `listenClient` or a Pool. */
   get canSubscribe() {
-    return this.#notify && (this.#listenClientOption !== undefined || this.#pool !== undefined);
+    return this.#notify && this.#listener.available;
   }
 
   /**
@@ -443,277 +306,8 @@ class PostgresLockStore {
    */
   async close() {
     this.#closed = true;
-    this.#listeners.clear();
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
-    if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
-    this.#lingerTimer = undefined;
-    // A pass still opening a connection is not waited for: the server may be long in
-    // answering, and the connection is closed as soon as it arrives (#syncLoop). A pass
-    // on an open connection is: our UNLISTENs must follow its LISTENs.
-    if (this.#syncing !== null && !this.#opening) await this.#syncing;
-    const connection = this.#connection;
-    const channels = [...this.#listening];
-    this.#forgetConnection();
-    if (connection !== null) await connection.close(channels);
+    await this.#listener.close();
   }
-
-  /**
-   * Opens the listen connection: the `listenClient`, or a connection of the store's own
-   * built from the pool's settings (outside its `max`, see the top of this file).
-   */
-  async #open() {
-    let client;
-    let ours = false;
-    if (this.#listenClientOption !== undefined) {
-      client = this.#listenClientOption;
-    } else {
-      // The pool's own `options` object, not a copy: pg-pool keeps the password on it as
-      // a non-enumerable property, which a copy would lose.
-      if (this.#pool.ending === true) throw new Error('the pool is ending');
-      client = new this.#pool.Client(this.#pool.options);
-      ours = true;
-      await client.connect();
-    }
-    const connection = {
-      client,
-      ours,
-      dead: false,
-      onNotification: (message) => {
-        if (message != null && typeof message.channel === 'string') this.#listeners.notify(message.channel);
-      },
-      onGone: () => {
-        if (connection.dead) return;
-        connection.dead = true;
-        this.#lost(connection);
-      },
-      detach() {
-        client.removeListener?.('notification', connection.onNotification);
-        client.removeListener?.('error', connection.onGone);
-        client.removeListener?.('end', connection.onGone);
-      },
-      async close(channels) {
-        if (!ours) {
-          // The caller's connection stays open: leave it as it was given.
-          if (!connection.dead && channels.length > 0) {
-            await client.query(channels.map((c) => `UNLISTEN ${quoteIdentifier(c)}`).join('; ')).catch(noop);
-          }
-          connection.detach();
-          return;
-        }
-        connection.detach();
-        // Ours to the end: a late socket error must not find the client without a listener.
-        client.on('error', noop);
-        await client.end().catch(noop);
-      },
-    };
-    client.on('notification', connection.onNotification);
-    client.on('error', connection.onGone);
-    client.on('end', connection.onGone);
-    return connection;
-  }
-
-  /** Forgets the store's listen connection (not closed here); reopened when wanted. */
-  #forgetConnection() {
-    this.#connection = null;
-    this.#listening.clear();
-    this.#unwatchPool();
-    this.#unwatchPool = noop;
-  }
-
-  /**
-   * The Pool is being ended: the store's own connection closes with it, and the waiters
-   * on this store try at once, failing with the pool's error (a LockStoreError) instead
-   * of waiting for their next poll. No connection is opened on an ending pool.
-   */
-  #poolEnded() {
-    const connection = this.#connection;
-    if (connection === null || !connection.ours) return;
-    this.#forgetConnection();
-    connection.close([]).catch(noop);
-    for (const channel of this.#listeners.channels()) this.#listeners.notify(channel);
-  }
-
-  /** The listen connection failed: forget its LISTENs, reopen later if still wanted. */
-  #lost(connection) {
-    if (this.#connection !== connection) return;
-    this.#forgetConnection();
-    connection.close([]).catch(noop);
-    // A caller's listenClient cannot be reopened by the store; its own connection can.
-    if (this.#pool !== undefined && !this.#closed && this.#listeners.size > 0) this.#retryLater();
-  }
-
-  #retryLater() {
-    if (this.#retryTimer !== undefined || this.#closed) return;
-    this.#retryTimer = setTimeout(() => {
-      this.#retryTimer = undefined;
-      this.#sync();
-    }, MIN_RECONNECT_MS);
-    this.#retryTimer.unref?.();
-  }
-
-  /**
-   * Whether the store's own listen connection has been without a listener for
-   * LINGER_MS. While it has not, a (non-blocking) timer is set for another pass.
-   */
-  #lingered() {
-    const now = performance.now();
-    this.#idleSince ??= now;
-    if (now - this.#idleSince >= LINGER_MS) return true;
-    if (this.#lingerTimer === undefined) {
-      this.#lingerTimer = setTimeout(() => {
-        this.#lingerTimer = undefined;
-        this.#sync();
-      }, this.#idleSince + LINGER_MS - now);
-      this.#lingerTimer.unref?.();
-    }
-    return false;
-  }
-
-  /**
-   * Brings the LISTENs on the connection in line with #listeners, and closes the store's
-   * own connection once it has lingered without a listener; one pass at a time.
-   */
-  #sync() {
-    this.#dirty = true;
-    if (this.#syncing !== null) return;
-    // From the next microtask: a waiter that leaves as the next one arrives, in the same
-    // turn (a handover), changes nothing then, instead of an UNLISTEN and a LISTEN with a
-    // window between them where a release's NOTIFY would find nobody listening.
-    this.#syncing = Promise.resolve()
-      .then(() => this.#syncLoop())
-      .catch(noop);
-  }
-
-  /**
-   * The passes are over as the last one ends (#syncing is cleared there, not microtasks
-   * later, when a change coming meanwhile would find a pass still running and be left
-   * for the next one).
-   */
-  async #syncLoop() {
-    try {
-      while (this.#dirty && !this.#closed) {
-        this.#dirty = false;
-        if (this.#connection === null) {
-          if (this.#listeners.size === 0) return;
-          let connection;
-          this.#opening = true;
-          try {
-            connection = await this.#open();
-          } catch {
-            this.#retryLater();
-            return; // no connection: waiters poll
-          } finally {
-            this.#opening = false;
-          }
-          if (this.#closed || this.#pool?.ending === true) {
-            await connection.close([]);
-            return;
-          }
-          this.#connection = connection;
-          if (connection.ours) this.#unwatchPool = watchPoolEnd(this.#pool, () => this.#poolEnded());
-        }
-        const connection = this.#connection;
-        if (this.#listeners.size > 0) {
-          this.#idleSince = undefined;
-        } else if (connection.ours && this.#lingered()) {
-          this.#forgetConnection();
-          this.#idleSince = undefined;
-          await connection.close([]);
-          continue; // a subscribe meanwhile opens a new one
-        }
-        const wanted = this.#listeners.channels().filter((c) => !this.#listening.has(c));
-        const unwanted = [...this.#listening].filter((c) => !this.#listeners.has(c));
-        const commands = [
-          ...wanted.map((c) => `LISTEN ${quoteIdentifier(c)}`),
-          ...unwanted.map((c) => `UNLISTEN ${quoteIdentifier(c)}`),
-        ];
-        if (commands.length === 0) continue;
-        try {
-          await connection.client.query(commands.join('; '));
-          if (connection === this.#connection) {
-            for (const c of wanted) this.#listening.add(c);
-            for (const c of unwanted) this.#listening.delete(c);
-          }
-        } catch {
-          // The connection failed ('error'/'end' handle it) or the statement did: the
-          // waiters keep polling; the next subscribe or unsubscribe tries again.
-        }
-      }
-    } finally {
-      this.#syncing = null;
-    }
-  }
-}
-
-/** The SQL of a store on `table` (already quoted and qualified). */
-function statements(table, notify) {
-  // The row's key: sha256 of the key's UTF-8 bytes (see the table at the top).
-  const digest = `sha256(convert_to($1::text, 'UTF8'))`;
-
-  /*
-   * ACQUIRE. $1 key, $2 owner, $3 ttl ms.
-   * Free means "no row, or a row whose expires_at has passed" by the database clock.
-   * The row's lock (ON CONFLICT DO UPDATE locks the conflicting row and re-checks the
-   * WHERE on its latest version) makes the check and the take atomic.
-   * token = greatest(stored token + 1, database time in microseconds). The stored
-   * token keeps the sequence strictly increasing per key, whatever the clock does; the
-   * time keeps it increasing when the row is gone (pruned, truncated, restored from an
-   * older backup). Microseconds stay below 2^53 until the year 2255: exact as a JS number.
-   */
-  const acquire = `WITH now AS (SELECT clock_timestamp() AS t)
-INSERT INTO ${table} AS l (key_digest, key, owner, expires_at, token)
-SELECT ${digest}, $1::text, $2::text, t + $3::float8 * interval '1 millisecond', floor(extract(epoch FROM t) * 1000000)::bigint FROM now
-ON CONFLICT (key_digest) DO UPDATE
-  SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, token = greatest(l.token + 1, EXCLUDED.token)
-  WHERE l.expires_at <= clock_timestamp()
-RETURNING l.token::text AS token`;
-
-  /*
-   * RENEW. $1 key, $2 owner, $3 ttl ms, $4 the holder's token (0 when none is carried).
-   * Only the owner's live lease. The carried token raises the key's token: the next
-   * grant (stored token + 1) is larger than every token the holder's process handed
-   * over locally.
-   */
-  const renew = `UPDATE ${table}
-SET expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond', token = greatest(token, $4::bigint)
-WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
-RETURNING 1 AS renewed`;
-
-  /*
-   * RELEASE. $1 key, $2 owner, $3 the holder's token (as in RENEW), [$4 channel]. Only
-   * the owner's live lease; the row and its token stay. The NOTIFY is sent at commit,
-   * only when a lease was released.
-   */
-  const update = `UPDATE ${table}
-  SET owner = NULL, expires_at = clock_timestamp(), token = greatest(token, $3::bigint)
-  WHERE key_digest = ${digest} AND owner = $2::text AND expires_at > clock_timestamp()
-  RETURNING 1`;
-  const release = notify
-    ? `WITH released AS (\n  ${update}\n)\nSELECT 1 AS released, pg_notify($4::text, '') FROM released`
-    : `${update} AS released`;
-
-  return {
-    create: `CREATE TABLE IF NOT EXISTS ${table} (
-  key_digest bytea PRIMARY KEY,
-  key text NOT NULL,
-  owner text,
-  expires_at timestamptz NOT NULL,
-  token bigint NOT NULL
-)`,
-    // Fails (42703) on a table of the earlier shape, keyed on `key` itself.
-    checkShape: `SELECT key_digest FROM ${table} LIMIT 0`,
-    acquire,
-    renew,
-    release,
-    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
-    ttl: `SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS ms
-FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
-    prune: `WITH pruned AS (
-  DELETE FROM ${table} WHERE expires_at <= clock_timestamp() - $1::float8 * interval '1 millisecond' RETURNING 1
-)
-SELECT count(*)::float8 AS pruned FROM pruned`,
-  };
 }
 
 module.exports = { PostgresLockStore };

@@ -50,13 +50,14 @@
  */
 
 const { randomBytes } = require('node:crypto');
-const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { describe, checkOptionNames, carriedToken } = require('../../common/describe.cjs');
+const { describe, checkOptionNames } = require('../../common/describe.cjs');
+const { checkString, checkTtl, checkListener, queueOption, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
 const { adapterFor, isNoScript, noop } = require('./adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./scripts.cjs');
-
-/** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
-const MAX_QUEUED = 4096;
+const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names.cjs');
+const { QueuedOwners } = require('./grants.cjs');
+const { Turns } = require('./turns.cjs');
+const { RedisSubscriptions } = require('./subscriptions.cjs');
 
 /**
  * A process's turn on a contended key: a release hands the key to the first queued
@@ -66,129 +67,22 @@ const MAX_QUEUED = 4096;
  */
 const DEFAULT_HAND_OFF_MS = 10;
 
-const nextTurn = typeof setImmediate === 'function' ? setImmediate : (fn) => setTimeout(fn, 0);
-
-/**
- * How many leases a store remembers as left (see `#leftLeases`): the keys it released
- * to queued owners most recently, not every key it ever used.
- */
-const LEFT_LEASES_MAX = 1_024;
-
-/** How long a key's channel stays subscribed after its last listener left. */
-const LINGER_MS = 1_000;
-const FORGET_QUEUED_MS = 60_000;
-
-// ---------------------------------------------------------------------------------
-// Names and argument checks
-// ---------------------------------------------------------------------------------
-
-const ESCAPED = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-function escapeChar(ch) {
-  if (ch === '%') return '%25';
-  if (ch === '{') return '%7B';
-  if (ch === '}') return '%7D';
-  return `%u${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
-}
-
-/** The hash-tag body for a lock key: injective, and free of `{` and `}`. */
-function encodeKey(key) {
-  return key.replace(ESCAPED, escapeChar);
-}
-
-function checkString(name, value) {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-}
-
-function checkTtl(value) {
-  if (typeof value !== 'number') {
-    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
-  }
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
-  }
-}
-
-/** `acquire`'s options: `{ queue: true }` asks to be queued when the key is held. */
-function queueOption(options) {
-  if (options === undefined) return false;
-  if (options === null || typeof options !== 'object' || (options.queue !== undefined && typeof options.queue !== 'boolean')) {
-    throw new TypeError(`options must be an object like { queue: true }, got ${describe(options)}`);
-  }
-  return options.queue === true;
-}
-
-function toToken(reply) {
-  const n = typeof reply === 'number' ? reply : Number(reply);
-  if (!Number.isSafeInteger(n) || n <= 0) {
-    throw new Error(`RedisLockStore: unexpected reply from the acquire script: ${describe(reply)}`);
-  }
-  return n;
-}
-
-function toFlag(reply, method) {
-  const n = Number(reply);
-  if (n === 1) return true;
-  if (n === 0) return false;
-  throw new Error(`RedisLockStore: unexpected reply from the ${method} script: ${describe(reply)}`);
-}
-
-// ---------------------------------------------------------------------------------
-// The store
-// ---------------------------------------------------------------------------------
-
 class RedisLockStore {
   /** @type {ReturnType<typeof adapterFor>} */ #redis;
   #prefix;
-  // Release announcements: listeners per channel; one subscriber connection per
-  // store, opened on the first subscribe.
-  #listeners = new ReleaseListeners((channel) => this.#changedChannel(channel));
-  #subscriber = null;
-  #subscribed = new Set();
-  // Channels that gained their first listener or lost their last since the last pass
-  // (and channels whose SUBSCRIBE failed, for the pass after a reconnect): a pass looks
-  // at these, not at every channel.
-  #changed = new Set();
-  #syncing = false;
-  #dirty = false;
+  // Release announcements and grants: the subscriber connection (subscriptions.cjs).
+  #subscriptions;
   #closed = false;
-  // Grants: this store's own channel, subscribed from its first queueing acquire until
-  // close(), and the owners it has queued: owner -> { key, channel, sentAt
-  // (performance.now() when the last acquire that queued it was sent) }, oldest try
-  // first; and the same owners by their key's release channel.
+  // The store's own channel for grants, and the owners it queued (grants.cjs).
   #grantChannel;
-  #queued = new Map();
-  #queuedOn = new Map();
-  // Queued owners this store then answered with a lease: owner -> { fencingToken,
-  // sentAt }, oldest first. A grant can reach this store after its owner's try found
-  // the lease already handed to it and was answered with it; the engine then holds the
-  // lease and no longer listens for it: no release then.
-  #answered = new Map();
-  // Tries that may queue their owner, still unanswered: owner -> lease name; and the
-  // grants that reached this store before such a try's answer, unclaimed: owner ->
-  // fencing token (see #queueingTry).
-  #queueingTries = new Map();
-  #keptGrants = new Map();
-  #grantsWanted = false;
-  #grantsListening = false;
-  // Subscribed channels left without listeners: since when (performance.now()), oldest
-  // first, and the timer that unsubscribes them once they have lingered.
-  #idleSince = new Map();
-  // Leases released with owners queued, to hand over unless taken again (#wakeLease).
-  #wakes = new Set();
-  // Leases this store released with owners queued and then did not take again (a WAKE
-  // handed them over): their next release hands the key to the first queued owner at
-  // once, as with handOffAfter 0, instead of leaving it free for a re-take that does
-  // not come (code that does other work between its executions). Oldest first, at most
-  // LEFT_LEASES_MAX. A lease is forgotten here when this store takes it again right
-  // after such a release (`#releasedAtOnce` holds those until the event loop's next
-  // turn): a loop of executions gets its turns back.
-  #leftLeases = new Set();
-  #releasedAtOnce = new Set();
-  // One callback at the event loop's next turn serves both (#atTurnEnd).
-  #turnEndScheduled = false;
+  #owners = new QueuedOwners();
+  // Leases released with owners queued, to hand over unless taken again (turns.cjs).
+  #turns = new Turns((lease, closing) => {
+    const args = [this.#checkHeard];
+    // Closing: sent as EVAL, in one command: the caller may close its client next, and
+    // EVALSHA's retry after a NOSCRIPT (a server that has not run WAKE yet) would come too late.
+    (closing ? this.#evalNow(WAKE, keysOfLease(lease), args) : this.#run(WAKE, keysOfLease(lease), args)).catch(noop);
+  });
   #handOffMs;
   #handOffTurn;
   #checkHeard;
@@ -196,22 +90,15 @@ class RedisLockStore {
   #releaseSettings;
   #releaseSettingsListening;
   #releaseSettingsAtOnce;
-  #lingerTimer = undefined;
-  // Stops watching the caller's client for its end (#clientEnded), while the subscriber
-  // connection is open; and whether that connection may keep the process alive.
-  #unwatchClient = noop;
-  #keepingAlive = false;
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
 
   /**
-   * @param {{ client: object, prefix?: string }} options
+   * @param {{ client: object, prefix?: string, handOffAfter?: number }} options
    */
   constructor(options) {
-    if (options == null || typeof options !== 'object') {
-      throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
-    }
+    checkOptionsObject(options, 'a client');
     checkOptionNames(options, ['client', 'prefix', 'handOffAfter'], 'RedisLockStore');
     const { client, prefix = 'lock', handOffAfter = DEFAULT_HAND_OFF_MS } = options;
     const redis = adapterFor(client);
@@ -224,9 +111,7 @@ class RedisLockStore {
     if (/[{}]/.test(prefix)) {
       throw new TypeError(`prefix must not contain '{' or '}' (they would break the Redis Cluster hash tag), got ${describe(prefix)}`);
     }
-    if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
-      throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
-    }
+    checkHandOff(handOffAfter);
     this.#redis = redis;
     this.#prefix = prefix;
     this.#handOffMs = String(handOffAfter);
@@ -238,6 +123,11 @@ class RedisLockStore {
     this.#releaseSettingsListening = `${this.#releaseSettings}${this.#grantChannel}`;
     // No hand-off time: the turn's channel is not read.
     this.#releaseSettingsAtOnce = `0 ${this.#checkHeard} `;
+    this.#subscriptions = new RedisSubscriptions(redis, this.#grantChannel, {
+      onGrant: (message) => this.#onGrant(message),
+      onChannelIdle: (channel) => this.#leaveQueue(channel),
+      onDropped: () => this.#leaveQueues(),
+    });
   }
 
   /** The key prefix in use. */
@@ -256,7 +146,7 @@ class RedisLockStore {
     // Releases are announced on the script's KEYS[1] + ':released', and the client adds
     // its keyPrefix to KEYS but not to the channels it subscribes.
     const channel = `${this.#redis.keyPrefix}${lease}:released`;
-    const names = { lease, keys: Object.freeze(this.#keysOfLease(lease)), channel };
+    const names = { lease, keys: Object.freeze(keysOfLease(lease)), channel };
     this.#lastKey = key;
     this.#lastNames = names;
     return names;
@@ -306,35 +196,31 @@ class RedisLockStore {
     // Options come from an engine on a store that grants on release: it is told of a
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
-    const queue = queueOption(options) && this.#grantsListening && !this.#closed;
+    const queue = queueOption(options) && this.#subscriptions.grantsListening && !this.#closed;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
-    if (this.#wakes.size > 0 || this.#releasedAtOnce.size > 0) {
-      const lease = this.#leaseKey(key);
-      this.#wakes.delete(lease);
-      if (this.#releasedAtOnce.delete(lease)) this.#leftLeases.delete(lease);
-    }
+    if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
     const sentAt = performance.now();
     const args = queue
       ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
       : [owner, String(ttlMs), waits ? '1' : '0'];
-    const subscriber = this.#subscriber;
+    const subscriber = this.#subscriptions.connection;
     const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
     if (reply == null) {
       if (!queue) {
         // A waiting try that does not queue (the last at its deadline) left the queue.
-        if (waits && this.#queued.size > 0) this.#forgetQueued(owner);
+        if (waits && this.#owners.queued.size > 0) this.#owners.forgetQueued(owner);
         return undefined;
       }
       // Queued for the subscriber connection this try was sent with: if that one is gone
       // (dropped, or the store closed) meanwhile, no grant can reach the owner.
-      if (subscriber === this.#subscriber && !this.#closed) this.#rememberQueued(owner, key, sentAt);
+      if (subscriber === this.#subscriptions.connection && !this.#closed) this.#owners.rememberQueued(owner, key, this.#channel(key), sentAt);
       else this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
       return undefined;
     }
     const fencingToken = toToken(reply);
     // Only an owner this store queued can have been handed the lease by a release.
-    if (waits && this.#forgetQueued(owner) !== undefined) this.#remember(this.#answered, owner, { fencingToken, sentAt });
+    if (waits && this.#owners.forgetQueued(owner) !== undefined) this.#owners.rememberAnswered(owner, fencingToken, sentAt);
     return { fencingToken };
   }
 
@@ -348,20 +234,21 @@ class RedisLockStore {
    */
   async #queueingTry(key, owner, args) {
     const lease = this.#leaseKey(key);
-    this.#queueingTries.set(owner, lease);
+    const { tries, kept } = this.#owners;
+    tries.set(owner, lease);
     let reply;
     try {
       reply = await this.#run(ACQUIRE, this.#keys(key), args);
     } catch (err) {
-      this.#queueingTries.delete(owner);
-      if (this.#keptGrants.delete(owner)) this.#releaseUnclaimed(lease, owner);
+      tries.delete(owner);
+      if (kept.delete(owner)) this.#releaseUnclaimed(lease, owner);
       throw err;
     }
-    this.#queueingTries.delete(owner);
-    const kept = this.#keptGrants.get(owner);
-    if (kept === undefined) return reply;
-    this.#keptGrants.delete(owner);
-    return reply ?? kept;
+    tries.delete(owner);
+    const grant = kept.get(owner);
+    if (grant === undefined) return reply;
+    kept.delete(owner);
+    return reply ?? grant;
   }
 
   /**
@@ -398,19 +285,17 @@ class RedisLockStore {
     checkString('key', key);
     checkString('owner', owner);
     const carried = carriedToken(options);
-    if (this.#answered.size > 0) this.#answered.delete(owner);
+    if (this.#owners.answered.size > 0) this.#owners.answered.delete(owner);
     // A waiter that gave up is released: RELEASE takes it out of the queue.
-    if (this.#queued.size > 0) this.#forgetQueued(owner);
+    if (this.#owners.queued.size > 0) this.#owners.forgetQueued(owner);
     const lease = this.#leaseKey(key);
-    const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
+    const atOnce = this.#turns.atOnce(lease);
     const args = this.#releaseArgs(owner, atOnce);
     const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
-    if (atOnce) {
-      this.#rememberLeft(lease); // still a key this store lets go
-      this.#watchRetake(lease);
-    }
+    if (atOnce) this.#turns.releasedAtOnce(lease); // still a key this store lets go
     if (Number(reply) === 2) {
-      this.#wakeLease(lease);
+      // Released with owners queued, none for the hand-off time yet (turns.cjs).
+      this.#turns.wakeLater(lease);
       return true;
     }
     return toFlag(reply, 'release');
@@ -419,73 +304,7 @@ class RedisLockStore {
   /** RELEASE's arguments for `owner`'s lease; `atOnce`: handing over without a turn. */
   #releaseArgs(owner, atOnce = false) {
     if (atOnce) return [owner, this.#releaseSettingsAtOnce];
-    return [owner, this.#grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
-  }
-
-  /** `lease` is one this store let go, most recently (see `#leftLeases`). */
-  #rememberLeft(lease) {
-    this.#leftLeases.delete(lease);
-    this.#leftLeases.add(lease);
-    if (this.#leftLeases.size > LEFT_LEASES_MAX) this.#leftLeases.delete(this.#leftLeases.values().next().value);
-  }
-
-  /**
-   * `lease` was released without keeping this store's turn: if this store asks for it
-   * again before the event loop's next turn, it runs executions in a loop, and its
-   * releases keep turns again (see `#leftLeases`).
-   */
-  #watchRetake(lease) {
-    this.#releasedAtOnce.add(lease);
-    this.#atTurnEnd();
-  }
-
-  /**
-   * At the event loop's next turn, what this turn's releases left to it: the leases
-   * this store did not take again are woken (#wakeLease), and those released without a
-   * turn are no longer watched (#watchRetake).
-   */
-  #atTurnEnd() {
-    if (this.#turnEndScheduled) return;
-    this.#turnEndScheduled = true;
-    nextTurn(() => {
-      this.#turnEndScheduled = false;
-      this.#releasedAtOnce.clear();
-      this.#wakeNow();
-    });
-  }
-
-  /** The Redis names of a lease's key, from the lease's name, in script order. */
-  #keysOfLease(lease) {
-    return [lease, `${lease}:token`, `${lease}:queue`, `${lease}:waiters`];
-  }
-
-  /**
-   * The lease was released while owners are queued, none of them for the hand-off time
-   * yet. Code that releases a lock often takes it again at once (a loop of executions):
-   * the key is left to that, as every polling lock lets it be, instead of waking another
-   * process for each release. If this store does not ask for the key again before the
-   * event loop's next turn, the first queued owner is handed the key (WAKE).
-   */
-  #wakeLease(lease) {
-    this.#wakes.add(lease);
-    this.#atTurnEnd();
-  }
-
-  /**
-   * Runs the wakes `#wakeLease` scheduled (not awaited). `closing`: sent as EVAL, in
-   * one command: the caller may close its client next, and EVALSHA's retry after a
-   * NOSCRIPT (a server that has not run WAKE yet) would come too late.
-   */
-  #wakeNow(closing = false) {
-    if (this.#wakes.size === 0) return;
-    const leases = [...this.#wakes];
-    this.#wakes.clear();
-    for (const l of leases) {
-      this.#rememberLeft(l);
-      const keys = this.#keysOfLease(l);
-      const args = [this.#checkHeard];
-      (closing ? this.#evalNow(WAKE, keys, args) : this.#run(WAKE, keys, args)).catch(noop);
-    }
+    return [owner, this.#subscriptions.grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
   }
 
   /**
@@ -523,35 +342,17 @@ class RedisLockStore {
    * a message can be lost (reconnects, a subscriber connection that cannot be opened);
    * callers keep polling with a backoff and treat the call as a hint to retry early.
    * Expiry is not announced. One subscriber connection (`client.duplicate()`) is
-   * opened per store on first use and closed by `close()` or with the client (see
-   * `#clientEnded`); it keeps the process alive only while someone waits. Channels are
-   * reference counted. Never throws for Redis reasons and never lets a subscriber error crash
-   * the process; a listener that throws is ignored. Throws TypeError for bad
+   * opened per store on first use and closed by `close()` or with the client
+   * (subscriptions.cjs); it keeps the process alive only while someone waits. Channels
+   * are reference counted. Never throws for Redis reasons and never lets a subscriber
+   * error crash the process; a listener that throws is ignored. Throws TypeError for bad
    * arguments. After `close()` it returns a no-op.
    */
   subscribe(key, onReleased) {
     checkString('key', key);
-    if (typeof onReleased !== 'function') {
-      throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
-    }
+    checkListener(onReleased);
     if (this.#closed || !this.#redis.canSubscribe) return noop;
-    this.#listenForGrants();
-    const unsubscribe = this.#listeners.add(this.#channel(key), onReleased);
-    // The subscriber connection ended for good: this waiter opens a new one.
-    if (this.#subscriber === null) this.#sync();
-    return unsubscribe;
-  }
-
-  /** Subscribes the grant channel, once: kept until close(). */
-  #listenForGrants() {
-    if (this.#grantsWanted) return;
-    this.#grantsWanted = true;
-    this.#sync();
-  }
-
-  #onMessage(channel, message) {
-    if (channel === this.#grantChannel) this.#onGrant(message);
-    else this.#listeners.notify(channel);
+    return this.#subscriptions.add(this.#channel(key), onReleased);
   }
 
   /**
@@ -561,28 +362,15 @@ class RedisLockStore {
    * blocking the key for a ttl.
    */
   #onGrant(message) {
-    const head = /^(\d+) (\d+) /.exec(message);
-    if (head === null) return;
-    const fencingToken = Number(head[1]);
-    let rest = message.slice(head[0].length);
-    // The owner's length is in bytes: cut by bytes when the text is not ASCII.
-    let owner;
-    let name;
-    const length = Number(head[2]);
-    if (Buffer.byteLength(rest) === rest.length) {
-      owner = rest.slice(0, length);
-      name = rest.slice(length);
-    } else {
-      rest = Buffer.from(rest);
-      owner = rest.subarray(0, length).toString();
-      name = rest.subarray(length).toString();
-    }
+    const grant = parseGrant(message);
+    if (grant === undefined) return;
+    const { fencingToken, owner, name } = grant;
     // The message names the lease as Redis stores it, with the client's key prefix (the
     // waiters entry it was granted from was written through this client): the store's
     // own name for it is without, as the client adds the prefix to the keys it sends.
     const channel = `${name}:released`;
     const lease = name.slice(this.#redis.keyPrefix.length);
-    const queued = this.#queued.get(owner);
+    const queued = this.#owners.queued.get(owner);
     // The grant came after the try that queued the owner reached Redis, so no earlier
     // than that try was sent: on this process's clock alone, at most this long ago. An
     // owner this store does not know (the message overtook the answer to the try that
@@ -590,7 +378,7 @@ class RedisLockStore {
     // counts from its try in flight, or asks again.
     let age;
     if (queued !== undefined && this.#leaseKey(queued.key) === lease) {
-      this.#forgetQueued(owner);
+      this.#owners.forgetQueued(owner);
       age = Math.max(0, performance.now() - queued.sentAt);
     }
     // Claimed by a waiter, or by the holder of this very lease (a duplicate). A grant
@@ -598,13 +386,13 @@ class RedisLockStore {
     // waiter instead of blocking the key for a ttl; but not one that this store's answer
     // to the owner's own try has handed over already (the try found the lease granted
     // and answered with it, before this message came): its holder runs under it.
-    const handedOver = this.#answered.get(owner)?.fencingToken === fencingToken;
-    if (this.#listeners.offer(channel, { owner, fencingToken, age }) || handedOver) return;
+    const handedOver = this.#owners.answered.get(owner)?.fencingToken === fencingToken;
+    if (this.#subscriptions.listeners.offer(channel, { owner, fencingToken, age }) || handedOver) return;
     // Nor one that overtook the answer to the try that queued its owner: the engine
     // listens on the key only once a try has answered "held", so no listener was there
     // to claim it. The try answers with it (see #queueingTry).
-    if (this.#queueingTries.get(owner) === lease) {
-      this.#keptGrants.set(owner, fencingToken);
+    if (this.#owners.tries.get(owner) === lease) {
+      this.#owners.kept.set(owner, fencingToken);
       return;
     }
     this.#releaseUnclaimed(lease, owner);
@@ -615,39 +403,7 @@ class RedisLockStore {
    * the first queued owner at once, whatever it has waited (nobody here wants a turn).
    */
   #releaseUnclaimed(lease, owner) {
-    this.#run(RELEASE, this.#keysOfLease(lease), this.#releaseArgs(owner, true)).catch(noop);
-  }
-
-  /**
-   * Remembers that `owner` was queued for `key` by a try sent at `sentAt`. The map is
-   * kept in the order of the owners' last tries, so the oldest are first: owners that
-   * have not asked for a minute (their waiters are gone) are forgotten from the front,
-   * and so is the oldest beyond MAX_QUEUED.
-   */
-  #rememberQueued(owner, key, sentAt) {
-    this.#forgetQueued(owner);
-    const channel = this.#channel(key);
-    let owners = this.#queuedOn.get(channel);
-    if (owners === undefined) {
-      owners = new Set();
-      this.#queuedOn.set(channel, owners);
-    }
-    owners.add(owner);
-    this.#queued.set(owner, { key, channel, sentAt });
-    for (const [oldest, old] of this.#queued) {
-      if (this.#queued.size <= MAX_QUEUED && sentAt - old.sentAt <= FORGET_QUEUED_MS) break;
-      this.#forgetQueued(oldest);
-    }
-  }
-
-  /** Forgets `owner` as queued through this store; its entry, if it had one. */
-  #forgetQueued(owner) {
-    const entry = this.#queued.get(owner);
-    if (entry === undefined) return undefined;
-    this.#queued.delete(owner);
-    const owners = this.#queuedOn.get(entry.channel);
-    if (owners !== undefined && owners.delete(owner) && owners.size === 0) this.#queuedOn.delete(entry.channel);
-    return entry;
+    this.#run(RELEASE, keysOfLease(lease), this.#releaseArgs(owner, true)).catch(noop);
   }
 
   /**
@@ -658,22 +414,19 @@ class RedisLockStore {
    * release of the key included).
    */
   #leaveQueue(channel) {
-    const owners = this.#queuedOn.get(channel);
-    if (owners === undefined) return;
-    for (const owner of [...owners]) {
-      const { key } = this.#forgetQueued(owner);
+    if (this.#owners.queuedOn.size === 0) return;
+    for (const { owner, key } of this.#owners.takeQueuedOn(channel)) {
       this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
     }
   }
 
-  /** Sets `owners`' entry for `owner` last, and forgets the oldest as #rememberQueued says. */
-  #remember(owners, owner, entry) {
-    owners.delete(owner);
-    owners.set(owner, entry);
-    for (const [oldest, old] of owners) {
-      if (owners.size <= MAX_QUEUED && entry.sentAt - old.sentAt <= FORGET_QUEUED_MS) break;
-      owners.delete(oldest);
-    }
+  /**
+   * Owners queued through this store leave the queues: no grant can reach them now.
+   * Best effort, not awaited: the server may be gone. Sent as EVAL, for the reason
+   * `#turns`' wakes on closing give.
+   */
+  #leaveQueues() {
+    for (const { owner, key } of this.#owners.takeAll()) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
   }
 
   /**
@@ -683,235 +436,14 @@ class RedisLockStore {
    */
   async close() {
     this.#closed = true;
-    this.#grantsListening = false;
-    this.#listeners.clear();
     this.#leaveQueues();
-    // Keys released to queued owners that were left for this store to take again (see
-    // `#wakeLease`): woken now, while the caller's client is still open. The wake waits
+    // Keys released to queued owners that were left for this store to take again
+    // (turns.cjs): woken now, while the caller's client is still open. The wake waits
     // for the event loop's next turn, and a process on its way out closes its client
     // before that: the key would stay free, its queued owners waiting for a poll.
-    this.#wakeNow(true);
-    this.#answered.clear();
-    this.#idleSince.clear();
-    this.#changed.clear();
-    if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
-    this.#lingerTimer = undefined;
-    this.#subscribed.clear();
-    const subscriber = this.#subscriber;
-    this.#subscriber = null;
-    this.#unwatchClient();
-    this.#unwatchClient = noop;
-    if (subscriber !== null) await subscriber.close();
-  }
-
-  /**
-   * Owners queued through this store leave the queues: no grant can reach them now.
-   * Best effort, not awaited: the server may be gone. Sent as EVAL, for the reason
-   * `#wakeNow` gives.
-   */
-  #leaveQueues() {
-    for (const [owner, { key }] of this.#queued) this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
-    this.#queued.clear();
-    this.#queuedOn.clear();
-  }
-
-  /**
-   * Forgets a subscriber connection that will not come back (its client gave up
-   * reconnecting): this store stops queueing owners, and those it queued leave the
-   * queues; a release wakes them no more, and they poll. The next `subscribe` (the next
-   * wait) opens a new connection.
-   */
-  #dropSubscriber(subscriber) {
-    if (subscriber !== this.#subscriber) return; // closed, or dropped already
-    this.#subscriber = null;
-    this.#unwatchClient();
-    this.#unwatchClient = noop;
-    this.#subscribed.clear();
-    this.#idleSince.clear();
-    this.#grantsListening = false;
-    this.#leaveQueues();
-    subscriber.close().catch(noop);
-  }
-
-  /**
-   * The subscriber connection keeps the process alive only while someone waits through
-   * this store (as the engine's timers do then): a process whose work is done exits
-   * without `close()`.
-   */
-  #keepAliveWhileWaited() {
-    const wanted = this.#listeners.size > 0;
-    if (this.#subscriber === null || wanted === this.#keepingAlive) return;
-    this.#keepingAlive = wanted;
-    this.#subscriber.keepAlive(wanted);
-  }
-
-  /**
-   * The caller's client ended (closed by its owner, or given up reconnecting): the
-   * subscriber connection goes with it, and the waiters on this store try at once,
-   * failing with the client's error (a LockStoreError) instead of waiting for their
-   * next poll. A new connection is opened only once the client is open again.
-   */
-  #clientEnded() {
-    if (this.#subscriber !== null) this.#dropSubscriber(this.#subscriber);
-    for (const channel of this.#listeners.channels()) this.#listeners.notify(channel);
-  }
-
-  /**
-   * `channel` gained its first listener or lost its last. One with no listener that is
-   * not subscribed needs nothing (a SUBSCRIBE in flight for it looks again when it is
-   * answered): #changed holds only channels with listeners or subscriptions, however
-   * many keys come and go while a pass waits on a server that does not answer.
-   */
-  #changedChannel(channel) {
-    if (!this.#listeners.has(channel) && this.#queuedOn.size > 0) this.#leaveQueue(channel);
-    this.#keepAliveWhileWaited();
-    if (this.#listeners.has(channel) || this.#subscribed.has(channel)) this.#changed.add(channel);
-    else this.#changed.delete(channel);
-    this.#sync();
-  }
-
-  /**
-   * Brings the server-side subscriptions in line with #listeners, one pass at a time,
-   * from the next microtask: every change of a turn (thousands of waiters that give up
-   * together) is one pass, and a pass costs what changed, not every channel: waiters
-   * on many keys that leave one at a time cost one step each (20,000 keys used to cost
-   * 1.5 s of passes over all channels).
-   */
-  #sync() {
-    this.#dirty = true;
-    if (this.#syncing) return;
-    this.#syncing = true;
-    queueMicrotask(() => this.#syncLoop().catch(noop));
-  }
-
-  /**
-   * The channels to subscribe now: those of #changed that have listeners and are not
-   * subscribed (and the grant channel, once wanted). A subscribed channel whose last
-   * listener left starts to linger (#idleSince).
-   */
-  #wanted(now) {
-    const wanted = [];
-    if (this.#grantsWanted && !this.#subscribed.has(this.#grantChannel)) wanted.push(this.#grantChannel);
-    for (const c of this.#changed) {
-      if (this.#listeners.has(c)) {
-        this.#idleSince.delete(c);
-        if (!this.#subscribed.has(c)) wanted.push(c);
-      } else if (this.#subscribed.has(c) && !this.#idleSince.has(c)) {
-        this.#idleSince.set(c, now);
-      }
-    }
-    this.#changed.clear();
-    return wanted;
-  }
-
-  /**
-   * Subscribed channels without a listener for LINGER_MS: a key that is waited for again
-   * and again (a waiter leaves as it is granted, the next arrives) keeps its channel
-   * instead of costing an UNSUBSCRIBE and a SUBSCRIBE each time. When some are not due
-   * yet, a (non-blocking) timer comes back for them.
-   */
-  #unwanted(now) {
-    const unwanted = [];
-    let next = Infinity;
-    for (const [c, since] of this.#idleSince) {
-      // Waited for again since the pass began (while its SUBSCRIBEs were in flight): it
-      // stays. Its change is in #changed for the next pass, which finds it subscribed.
-      if (this.#listeners.has(c)) {
-        this.#idleSince.delete(c);
-        continue;
-      }
-      if (now - since < LINGER_MS) {
-        next = since + LINGER_MS; // the oldest left: the others are due later
-        break;
-      }
-      unwanted.push(c);
-    }
-    for (const c of unwanted) this.#idleSince.delete(c);
-    if (next !== Infinity && this.#lingerTimer === undefined) {
-      this.#lingerTimer = setTimeout(() => {
-        this.#lingerTimer = undefined;
-        this.#sync();
-      }, next - now);
-      this.#lingerTimer.unref?.();
-    }
-    return unwanted;
-  }
-
-  /**
-   * The passes are over as the last one ends (#syncing is cleared there, not a microtask
-   * later): a change that comes just after a pass with nothing to send (a waiter for a
-   * new key, as another waiter leaves) starts a pass of its own instead of being left
-   * for the next one (a linger timer's, a second later).
-   */
-  async #syncLoop() {
-    try {
-      while (this.#dirty && !this.#closed) {
-        this.#dirty = false;
-        if (this.#subscriber === null) {
-          // Nothing to listen for; or the caller closed its client: no connection of the
-          // store's own outlives it (waiters poll, and their tries fail).
-          if ((this.#listeners.size === 0 && !this.#grantsWanted) || this.#redis.isEnded()) {
-            this.#changed.clear();
-            return;
-          }
-          try {
-            const opened = this.#redis.openSubscriber(
-              (channel, message) => this.#onMessage(channel, message),
-              // (Re)connected: retry whatever failed to subscribe. Resubscribing what was
-              // subscribed before a reconnect is the client's own job.
-              () => this.#sync(),
-              () => this.#dropSubscriber(opened),
-            );
-            this.#subscriber = opened;
-          } catch {
-            this.#changed.clear();
-            return; // no subscriber: waiters poll
-          }
-          this.#unwatchClient = this.#redis.onEnd(() => this.#clientEnded());
-          this.#keepingAlive = false; // opened without keeping the process alive
-          this.#keepAliveWhileWaited();
-          // A new connection: every channel with listeners is to be subscribed.
-          for (const c of this.#listeners.channels()) this.#changed.add(c);
-        }
-        const subscriber = this.#subscriber;
-        const wanted = this.#wanted(performance.now());
-        if (wanted.length > 0) {
-          try {
-            await subscriber.subscribe(wanted);
-            if (subscriber === this.#subscriber) {
-              for (const c of wanted) {
-                this.#subscribed.add(c);
-                // Its last listener may have left meanwhile: the next pass sees to it.
-                if (c !== this.#grantChannel && !this.#listeners.has(c)) this.#changedChannel(c);
-              }
-              if (wanted.includes(this.#grantChannel)) this.#grantsListening = true;
-            }
-          } catch {
-            // Not connected yet, or lost: retried on the subscriber's next 'ready'. A
-            // connection that will never come back is dropped, so that the next
-            // subscribe opens a fresh one.
-            if (subscriber === this.#subscriber && subscriber.isDead()) {
-              this.#dropSubscriber(subscriber);
-              return;
-            }
-            if (subscriber === this.#subscriber) {
-              for (const c of wanted) if (c !== this.#grantChannel) this.#changed.add(c);
-            }
-          }
-        }
-        const unwanted = this.#unwanted(performance.now());
-        if (unwanted.length > 0) {
-          for (const c of unwanted) this.#subscribed.delete(c);
-          try {
-            await subscriber.unsubscribe(unwanted);
-          } catch {
-            // a stray subscription only costs messages that find no listener
-          }
-        }
-      }
-    } finally {
-      this.#syncing = false;
-    }
+    this.#turns.wakeNow(true);
+    this.#owners.answered.clear();
+    await this.#subscriptions.close();
   }
 }
 

@@ -2,7 +2,9 @@
  * What the ES-module stores (`leasehold/tabs`, `leasehold/durable-object`) share: argument
  * checks with the messages the rest of the package uses, and the listeners a store that
  * grants on release offers its grants to. Plain ECMAScript: it loads in browsers, workers
- * and workerd without a bundler (the CommonJS helpers in lib/*.cjs do not).
+ * and workerd without a bundler (lib/stores/shared/checks.cjs, the CommonJS stores' checks,
+ * does not): its rules and messages are that file's, held together by
+ * js-tests/store-checks.test.mjs.
  */
 
 /** A value as an error message shows it (as lib/common/describe.cjs does, shorter). */
@@ -19,10 +21,20 @@ export function checkString(name, value) {
   if (typeof value !== 'string' || value === '') throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
 }
 
-export function checkTtl(ttlMs) {
-  if (typeof ttlMs !== 'number' || !(ttlMs > 0) || ttlMs === Infinity) {
-    throw new RangeError(`ttlMs must be a positive, finite number of milliseconds, got ${describe(ttlMs)}`);
+/**
+ * A lease's length: whole milliseconds, the rule of lib/stores/shared/checks.cjs (the
+ * engine only asks for whole ms; a fraction is a caller's mistake).
+ */
+export function checkTtl(value) {
+  if (typeof value !== 'number') throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
   }
+}
+
+/** `subscribe`'s listener. */
+export function checkListener(onReleased) {
+  if (typeof onReleased !== 'function') throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
 }
 
 /** A constructor's options: an object whose every name is one of `known`. */
@@ -42,7 +54,7 @@ export class GrantListeners {
   /** Adds `onReleased` for `key`; returns a function that removes it (idempotent). */
   add(key, onReleased) {
     checkString('key', key);
-    if (typeof onReleased !== 'function') throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
+    checkListener(onReleased);
     let entries = this.#byKey.get(key);
     if (entries === undefined) this.#byKey.set(key, (entries = new Set()));
     const entry = { onReleased };
