@@ -57,78 +57,34 @@
  * ttl; `close()` revokes them.
  */
 
-const { ReleaseListeners } = require('../shared/release-listeners.cjs');
 const { describe, checkOptionNames } = require('../../common/describe.cjs');
+const { checkText, checkTtl, checkListener, checkOptionsObject } = require('../shared/checks.cjs');
 const { KeepAlives } = require('./keepalive.cjs');
 const { DeletionWatches } = require('./watch.cjs');
-const {
-  EQUAL,
-  CREATE,
-  VALUE,
-  DESCEND,
-  BY_CREATE,
-  isTransient,
-  checkText,
-  checkTtl,
-  leaseSeconds,
-  enc,
-  rangeEnd,
-  isEtcdClient,
-  revisionOf,
-  rangeOf,
-  firstRange,
-  lastTwoRange,
-} = require('./requests.cjs');
+const { EtcdLeases } = require('./leases.cjs');
+const { EtcdQueue, WAITING, GRANTED, HELD } = require('./waiting.cjs');
+const { CREATE, EQUAL, VALUE, enc, rangeEnd, isEtcdClient, revisionOf, rangeOf, firstRange, lastTwoRange } = require('./requests.cjs');
 
 function noop() {}
 
-// The waiters of a key that no listener of this store waits for any more leave the
-// queue this long after its last listener left (a handover within the process
-// unsubscribes and subscribes again in between).
-const LINGER_MS = 1_000;
 // A waiter whose position has not been read for this long is read again when its
 // engine asks (a safety net under the watch; the watch is what serves it).
 const RECHECK_MS = 5_000;
-// Kept leases per ttl, at most.
-const MAX_KEPT_LEASES = 32;
-// A kept lease is reused only while it has at least this long left.
-const KEPT_MARGIN_MS = 500;
-// Every so many new holders and waiters, the store forgets the holders whose lease has
-// run out by its count (a lease never released nor renewed: the engine winds it down
-// without a word), so that what it keeps stays bounded by the live leases.
-const SWEEP_EVERY = 1_024;
-// How long after a lease ran out by the store's count it is forgotten.
-const SWEEP_MARGIN_MS = 1_000;
-
-const WAITING = 'waiting';
-const GRANTED = 'granted'; // handed over by the watch, offered to the listeners
-const HELD = 'held';
-const GONE = 'gone';
-
-// A request retried after a timeout or a lost member (see #retried) waits this long first.
-const RETRY_PAUSE_MS = 50;
-// The shortest gRPC deadline a try of such a request gets.
-const MIN_SLICE_MS = 250;
 
 class EtcdLockStore {
   #kv;
-  #leases;
+  #leaseClient;
   #keepAlives;
   #watches;
+  #leases; // kept leases, retried requests (leases.cjs)
+  #queue; // holders and waiters, and how they wait (waiting.cjs)
   #prefix;
   #namespace; // the client's namespace prefix (a Buffer), first in every key
-  #entries = new Map(); // `${key}\0${owner}` -> entry, for this store's holders and waiters
-  #kept = new Map(); // lease seconds -> kept leases
-  #listeners = new ReleaseListeners((key) => this.#listenersChanged(key));
-  #lingerTimers = new Map(); // key -> timer that drops its waiters
-  #untilSweep = SWEEP_EVERY;
   #closed = false;
 
   /** @param {{ client: object, prefix?: string }} options */
   constructor(options) {
-    if (options == null || typeof options !== 'object') {
-      throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
-    }
+    checkOptionsObject(options, 'a client');
     checkOptionNames(options, ['client', 'prefix'], 'EtcdLockStore');
     const { client, prefix = 'leasehold' } = options;
     if (!isEtcdClient(client)) {
@@ -136,9 +92,11 @@ class EtcdLockStore {
     }
     checkText('prefix', prefix);
     this.#kv = client.kv;
-    this.#leases = client.leaseClient;
+    this.#leaseClient = client.leaseClient;
     this.#keepAlives = new KeepAlives(client.leaseClient);
     this.#watches = new DeletionWatches(client.watchClient);
+    this.#leases = new EtcdLeases(client.leaseClient, this.#keepAlives);
+    this.#queue = new EtcdQueue(client.kv, this.#watches, this.#leases);
     this.#prefix = prefix;
     this.#namespace = Buffer.isBuffer(client.prefix) ? client.prefix : Buffer.alloc(0);
   }
@@ -169,10 +127,10 @@ class EtcdLockStore {
       throw new TypeError(`options must be an object such as { queue: true }, got ${describe(options)}`);
     }
     const queue = options?.queue === true && !this.#closed;
-    const entry = this.#entries.get(`${key}\u0000${owner}`);
+    const entry = this.#queue.get(key, owner);
     if (entry !== undefined) return this.#askedAgain(entry, queue, ttlMs);
 
-    const lease = await this.#takeLease(ttlMs);
+    const lease = await this.#leases.take(ttlMs);
     const prefix = this.#lockPrefix(key);
     const end = rangeEnd(prefix);
     const name = Buffer.concat([prefix, Buffer.from(BigInt(lease.id).toString(16))]);
@@ -189,7 +147,7 @@ class EtcdLockStore {
     const mine = { request_range: { key: name, keys_only: true } };
     let reply;
     try {
-      reply = await this.#retried(sentAt + (2 * ttlMs) / 3, () => this.#kv.txn(
+      reply = await this.#leases.retried(sentAt + (2 * ttlMs) / 3, () => this.#kv.txn(
         queue
           ? {
               compare: [],
@@ -203,19 +161,19 @@ class EtcdLockStore {
               success: [put],
               failure: [firstRange(prefix, end), mine],
             },
-        this.#callOptions(sentAt + (2 * ttlMs) / 3),
+        this.#leases.callOptions(sentAt + (2 * ttlMs) / 3),
       ));
       if (refreshed !== undefined) {
         // The keep-alive is sent again if its stream failed (a member gone): from later
         // still, so the lease is kept at least as long.
         let again = false;
-        const ttl = await this.#retried(sentAt + (2 * ttlMs) / 3, () => (again ? this.#keepAlives.send(lease.id) : ((again = true), refreshed)));
+        const ttl = await this.#leases.retried(sentAt + (2 * ttlMs) / 3, () => (again ? this.#keepAlives.send(lease.id) : ((again = true), refreshed)));
         if (ttl <= 0) throw new Error('EtcdLockStore: a kept lease lapsed');
       }
     } catch (err) {
       refreshed?.catch(noop);
       // The put may have been applied and its answer lost: the revoke takes the key too.
-      this.#revoke(lease);
+      this.#leases.revoke(lease);
       throw err;
     }
     if (!lease.fresh) lease.keptAt = sentAt;
@@ -235,35 +193,35 @@ class EtcdLockStore {
       checkedAt: sentAt,
       createdAt: sentAt,
     };
-    if ((this.#untilSweep -= 1) === 0) this.#sweep();
+    this.#queue.counted();
     if (!queue && reply.succeeded) {
-      this.#entries.set(`${key}\u0000${owner}`, e);
+      this.#queue.add(e);
       return { fencingToken: e.rev };
     }
     const [firstAt, mineAt] = queue ? [1, 3] : [0, 1];
     const own = rangeOf(reply, mineAt)[0];
     if (own === undefined) {
-      this.#keep(lease); // held, and nothing of ours was written
+      this.#leases.keep(lease); // held, and nothing of ours was written
       return undefined;
     }
     e.rev = Number(own.create_revision);
-    this.#entries.set(`${key}\u0000${owner}`, e);
+    this.#queue.add(e);
     const first = rangeOf(reply, firstAt)[0]?.key;
     if (first === undefined || first.equals(name)) return { fencingToken: e.rev };
     e.state = WAITING;
-    this.#keepWaiting(e);
+    this.#queue.keepWaiting(e);
     if (!queue) {
       // A retried try that does not wait, whose first attempt was applied: it leaves.
-      await this.#leave(e);
+      await this.#queue.leave(e);
       return undefined;
     }
     if (e.rev !== txnRev) {
-      this.#recheck(e); // created by an earlier attempt: who is just before it is read again
+      this.#queue.recheck(e); // created by an earlier attempt: who is just before it is read again
       return undefined;
     }
     // Descending by create revision: this key, then the one just before it.
     const ahead = rangeOf(reply, 2)[1]?.key;
-    this.#watchAhead(e, ahead, ahead.equals(first), e.rev);
+    this.#queue.watchAhead(e, ahead, ahead.equals(first), e.rev);
     return undefined;
   }
 
@@ -271,17 +229,17 @@ class EtcdLockStore {
   async #askedAgain(e, queue, ttlMs) {
     if (e.state === WAITING) {
       if (!queue) {
-        await this.#leave(e); // it will not wait any more
+        await this.#queue.leave(e); // it will not wait any more
         return undefined;
       }
-      if (performance.now() - e.checkedAt > RECHECK_MS) this.#recheck(e);
+      if (performance.now() - e.checkedAt > RECHECK_MS) this.#queue.recheck(e);
       return undefined;
     }
     // The lock is the owner's already (handed over): counted again from this try.
     const sentAt = performance.now();
-    const ttl = await this.#keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
+    const ttl = await this.#leases.keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
     if (ttl <= 0) {
-      this.#forget(e);
+      this.#queue.forget(e);
       return this.acquire(e.key, e.owner, ttlMs, { queue });
     }
     e.lease.keptAt = sentAt;
@@ -294,7 +252,7 @@ class EtcdLockStore {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    const e = this.#entries.get(`${key}\u0000${owner}`);
+    const e = this.#queue.get(key, owner);
     let lease = e?.lease;
     let name = e?.name;
     if (e === undefined) {
@@ -306,7 +264,7 @@ class EtcdLockStore {
     const sentAt = performance.now();
     const ttl = await this.#keepAlives.send(lease.id);
     if (ttl <= 0) {
-      if (e !== undefined) this.#forget(e);
+      if (e !== undefined) this.#queue.forget(e);
       return false;
     }
     lease.keptAt = sentAt;
@@ -317,15 +275,15 @@ class EtcdLockStore {
 
   /** Moves `owner`'s key to a new lease of `ttlMs` (its create revision, the token, stays). */
   async #relet(e, name, owner, old, ttlMs) {
-    const lease = await this.#takeLease(ttlMs, { fresh: true });
+    const lease = await this.#leases.take(ttlMs, { fresh: true });
     const reply = await this.#kv.txn({
       compare: [{ key: name, target: VALUE, result: EQUAL, value: Buffer.from(owner) }],
       success: [{ request_put: { key: name, value: Buffer.from(owner), lease: lease.id } }],
       failure: [],
     });
-    this.#revoke(reply.succeeded ? old : lease);
+    this.#leases.revoke(reply.succeeded ? old : lease);
     if (!reply.succeeded) {
-      if (e !== undefined) this.#forget(e);
+      if (e !== undefined) this.#queue.forget(e);
       return false;
     }
     if (e !== undefined) e.lease = lease;
@@ -339,14 +297,14 @@ class EtcdLockStore {
   async release(key, owner) {
     checkText('key', key);
     checkText('owner', owner);
-    const e = this.#entries.get(`${key}\u0000${owner}`);
+    const e = this.#queue.get(key, owner);
     if (e !== undefined) {
-      this.#forget(e);
-      return this.#delete(e.name, owner, e.lease);
+      this.#queue.forget(e);
+      return this.#queue.delete(e.name, owner, e.lease);
     }
     const found = await this.#find(key, owner);
     if (found === undefined) return false;
-    return this.#delete(found.key, owner, { id: String(found.lease), fresh: true, foreign: true });
+    return this.#queue.delete(found.key, owner, { id: String(found.lease), fresh: true, foreign: true });
   }
 
   /** Whether a key (a holder's, or a waiter's about to hold) exists on `key` (advisory). */
@@ -363,7 +321,7 @@ class EtcdLockStore {
     const prefix = this.#lockPrefix(key);
     const first = (await this.#kv.range(firstRange(prefix, rangeEnd(prefix)).request_range)).kvs[0];
     if (first === undefined) return undefined;
-    const reply = await this.#leases.leaseTimeToLive({ ID: first.lease });
+    const reply = await this.#leaseClient.leaseTimeToLive({ ID: first.lease });
     const seconds = Number(reply.TTL);
     return seconds > 0 ? seconds * 1000 : undefined;
   }
@@ -376,11 +334,9 @@ class EtcdLockStore {
    */
   subscribe(key, onReleased) {
     checkText('key', key);
-    if (typeof onReleased !== 'function') {
-      throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
-    }
+    checkListener(onReleased);
     if (this.#closed) return noop;
-    return this.#listeners.add(key, onReleased);
+    return this.#queue.listeners.add(key, onReleased);
   }
 
   /**
@@ -391,105 +347,12 @@ class EtcdLockStore {
    */
   async close() {
     this.#closed = true;
-    this.#listeners.clear();
-    for (const timer of this.#lingerTimers.values()) clearTimeout(timer);
-    this.#lingerTimers.clear();
-    const work = [];
-    for (const e of [...this.#entries.values()]) {
-      if (e.state === WAITING || e.state === GRANTED) work.push(this.#leave(e));
-    }
-    for (const leases of this.#kept.values()) for (const lease of leases) work.push(this.#revoke(lease));
-    this.#kept.clear();
+    this.#leases.closed = true;
+    const work = [...this.#queue.close(), ...this.#leases.revokeKept()];
     await Promise.allSettled(work);
     this.#keepAlives.close();
     this.#watches.close();
   }
-
-  /**
-   * Runs `call` (a request that may run twice: an acquire's transaction, a lease grant)
-   * again when it timed out or its member went away, until `until` (performance.now()):
-   * a request in flight when a leader dies waits out etcd's request timeout (5 s and
-   * more), longer than many a ttl, while a new leader answers within an election.
-   */
-  async #retried(until, call) {
-    for (;;) {
-      try {
-        return await call();
-      } catch (err) {
-        if (!isTransient(err) || performance.now() + RETRY_PAUSE_MS >= until) throw err;
-      }
-      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
-    }
-  }
-
-  /**
-   * One keep-alive of `lease`, sent again until `until` while its stream fails: the
-   * client opens each new stream on any of its hosts, a member that is down included.
-   */
-  #keepAlive(lease, until) {
-    return this.#retried(until, () => this.#keepAlives.send(lease.id));
-  }
-
-  /**
-   * gRPC call options whose deadline is a slice of the time left before `until`, so that
-   * a retry fits. Read again by each attempt: the client sends a failed call again to its
-   * next host with the same options, and a deadline already past would fail those at
-   * once, each counted by that host's circuit breaker (3 in a row close the host to every
-   * call of the client for 5 s: a whole cluster, after one election).
-   */
-  #callOptions(until) {
-    return {
-      get deadline() {
-        const now = performance.now();
-        const left = until - now;
-        const slice = Math.max(MIN_SLICE_MS, Math.min(left, Math.max(MIN_SLICE_MS, left / 2)));
-        // Never later than one slice past `until`: the engine gives up on a try at its ttl.
-        return Date.now() + Math.min(slice, until + MIN_SLICE_MS - now);
-      },
-    };
-  }
-
-  // ---- leases ----------------------------------------------------------------------
-
-  /** A kept lease of the ttl's seconds with time left, or a new one. */
-  async #takeLease(ttlMs, { fresh = false } = {}) {
-    const seconds = leaseSeconds(ttlMs);
-    const kept = fresh ? undefined : this.#kept.get(seconds);
-    const now = performance.now();
-    while (kept !== undefined && kept.length > 0) {
-      const lease = kept.pop();
-      if (lease.keptAt + lease.granted * 1000 - KEPT_MARGIN_MS > now) {
-        lease.fresh = false;
-        return lease;
-      }
-    }
-    const sentAt = performance.now();
-    const until = sentAt + (2 * ttlMs) / 3;
-    const reply = await this.#retried(until, () => this.#leases.leaseGrant({ TTL: seconds }, this.#callOptions(until)));
-    if (reply.error) throw new Error(`EtcdLockStore: etcd refused a lease of ${seconds} s: ${reply.error}`);
-    return { id: String(reply.ID), seconds, granted: Number(reply.TTL), keptAt: sentAt, fresh: true };
-  }
-
-  /** Keeps a lease that holds no key any more for a later acquire (or revokes it). */
-  #keep(lease) {
-    if (lease.foreign || this.#closed) return void this.#revoke(lease);
-    let kept = this.#kept.get(lease.seconds);
-    if (kept === undefined) {
-      kept = [];
-      this.#kept.set(lease.seconds, kept);
-    }
-    if (kept.length >= MAX_KEPT_LEASES) return void this.#revoke(lease);
-    kept.push(lease);
-  }
-
-  /** Revokes a lease (and with it any key it holds); errors are moot: it lapses anyway. */
-  #revoke(lease) {
-    return Promise.resolve()
-      .then(() => this.#leases.leaseRevoke({ ID: lease.id }))
-      .then(noop, noop);
-  }
-
-  // ---- keys --------------------------------------------------------------------------
 
   #lockPrefix(key) {
     return Buffer.concat([this.#namespace, Buffer.from(`${this.#prefix}/${enc(key)}/`)]);
@@ -500,152 +363,6 @@ class EtcdLockStore {
     const prefix = this.#lockPrefix(key);
     const reply = await this.#kv.range({ key: prefix, range_end: rangeEnd(prefix) });
     return reply.kvs.find((kv) => kv.value.toString() === owner);
-  }
-
-  /** Deletes `name` if its value is `owner`; keeps its lease for reuse when it did. */
-  async #delete(name, owner, lease) {
-    const reply = await this.#kv.txn({
-      compare: [{ key: name, target: VALUE, result: EQUAL, value: Buffer.from(owner) }],
-      success: [{ request_delete_range: { key: name } }],
-      failure: [],
-    });
-    const deleted = reply.succeeded && Number(reply.responses[0].response_delete_range.deleted) > 0;
-    if (deleted) this.#keep(lease);
-    else this.#revoke(lease);
-    return deleted;
-  }
-
-  /** Drops what the store keeps for `e` (its watch, its timer); its key stays in etcd. */
-  #forget(e) {
-    e.state = GONE;
-    e.stopWatch();
-    if (e.timer !== undefined) clearTimeout(e.timer);
-    e.timer = undefined;
-    const id = `${e.key}\u0000${e.owner}`;
-    if (this.#entries.get(id) === e) this.#entries.delete(id);
-  }
-
-  /** Forgets the holders whose lease ran out by this store's count (see SWEEP_EVERY). */
-  #sweep() {
-    this.#untilSweep = SWEEP_EVERY;
-    const now = performance.now();
-    for (const e of [...this.#entries.values()]) {
-      if (e.state === HELD && e.lease.keptAt + e.lease.granted * 1000 + SWEEP_MARGIN_MS < now) this.#forget(e);
-    }
-  }
-
-  /** A waiter leaves the queue: its key deleted, its lease kept for reuse. */
-  async #leave(e) {
-    this.#forget(e);
-    await this.#delete(e.name, e.owner, e.lease).catch(() => this.#revoke(e.lease));
-  }
-
-  // ---- waiting -----------------------------------------------------------------------
-
-  /** Keeps a waiter's lease alive every ttl/3 while it waits; a lapsed one leaves. */
-  #keepWaiting(e) {
-    e.timer = setTimeout(async () => {
-      e.timer = undefined;
-      if (e.state !== WAITING) return;
-      const sentAt = performance.now();
-      const ttl = await this.#keepAlive(e.lease, sentAt + e.ttlMs / 3).catch(() => undefined);
-      if (e.state !== WAITING) return;
-      if (ttl === 0) return void this.#forget(e); // its key went with the lease
-      if (ttl > 0) e.lease.keptAt = sentAt;
-      this.#keepWaiting(e);
-    }, Math.max(1, Math.floor(e.ttlMs / 3)));
-    e.timer.unref?.();
-  }
-
-  /**
-   * Watches the deletion of `ahead`, the key just before `e`'s, from the revision after
-   * `revision` (where it was read): a deletion in between is not missed.
-   */
-  #watchAhead(e, ahead, aheadIsFirst, revision) {
-    e.stopWatch();
-    const gone = () => {
-      if (e.state !== WAITING) return;
-      if (aheadIsFirst) this.#granted(e);
-      else this.#recheck(e);
-    };
-    // A watch that etcd ends (a compacted revision): the queue is read again.
-    e.stopWatch = this.#watches.watch(ahead, revision + 1, gone, () => this.#recheckLater(e));
-  }
-
-  /** Reads who is ahead of `e` now: nobody (the lock is its), or a key to watch. */
-  async #recheck(e) {
-    if (e.state !== WAITING) return;
-    e.checkedAt = performance.now();
-    try {
-      const reply = await this.#kv.txn({
-        compare: [],
-        success: [
-          firstRange(e.prefix, e.end),
-          {
-            request_range: {
-              key: e.prefix,
-              range_end: e.end,
-              sort_order: DESCEND,
-              sort_target: BY_CREATE,
-              max_create_revision: String(e.rev - 1),
-              limit: 1,
-              keys_only: true,
-            },
-          },
-          { request_range: { key: e.name, keys_only: true } },
-        ],
-        failure: [],
-      });
-      if (e.state !== WAITING) return;
-      if (rangeOf(reply, 2).length === 0) return void this.#forget(e); // its key lapsed with its lease
-      const first = rangeOf(reply, 0)[0]?.key;
-      const ahead = rangeOf(reply, 1)[0]?.key;
-      if (ahead === undefined) return void this.#granted(e);
-      this.#watchAhead(e, ahead, ahead.equals(first), revisionOf(reply, 'a read of the queue'));
-    } catch {
-      // Nobody awaits a recheck: a failure (etcd down, an odd answer) is tried again later.
-      this.#recheckLater(e);
-    }
-  }
-
-  #recheckLater(e) {
-    if (e.state !== WAITING) return;
-    e.stopWatch();
-    const timer = setTimeout(() => this.#recheck(e), 1_000);
-    timer.unref?.();
-    e.stopWatch = () => clearTimeout(timer);
-  }
-
-  /** `e` is first: the lock is its owner's. Offered to the listeners; released if unclaimed. */
-  #granted(e) {
-    e.state = GRANTED;
-    if (e.timer !== undefined) clearTimeout(e.timer);
-    e.timer = undefined;
-    const age = Math.max(0, performance.now() - e.lease.keptAt);
-    const claimed = this.#listeners.offer(e.key, { owner: e.owner, fencingToken: e.rev, age });
-    if (claimed) {
-      if (e.state === GRANTED) e.state = HELD;
-      return;
-    }
-    if (e.state === GRANTED) this.#leave(e).catch(noop);
-  }
-
-  /** A key lost its last listener: its waiters leave, unless a listener comes back meanwhile. */
-  #listenersChanged(key) {
-    const timer = this.#lingerTimers.get(key);
-    if (timer !== undefined) clearTimeout(timer);
-    this.#lingerTimers.delete(key);
-    if (this.#listeners.has(key)) return;
-    const since = performance.now();
-    const drop = setTimeout(() => {
-      this.#lingerTimers.delete(key);
-      if (this.#listeners.has(key)) return;
-      for (const e of [...this.#entries.values()]) {
-        if (e.key === key && e.state === WAITING && e.createdAt <= since) this.#leave(e).catch(noop);
-      }
-    }, LINGER_MS);
-    drop.unref?.();
-    this.#lingerTimers.set(key, drop);
   }
 }
 

@@ -1,9 +1,8 @@
 'use strict';
-// The requests of `EtcdLockStore` (lib/stores/etcd/index.cjs) and the checks of its arguments: etcd's
-// enum values, key names and ranges, and reading etcd's answers.
+// The requests of `EtcdLockStore` (lib/stores/etcd/index.cjs): etcd's enum values, key
+// names and ranges, and reading etcd's answers (its argument checks are the shared ones,
+// lib/stores/shared/checks.cjs).
 
-const { checkWellFormed } = require('../../common/well-formed.cjs');
-const { describe } = require('../../common/describe.cjs');
 
 // etcd's enum values (rpc.proto), sent as numbers.
 const EQUAL = 0; // Compare.result
@@ -22,22 +21,6 @@ function isTransient(err) {
   const code = err?.code ?? err?.cause?.code;
   if (code === 4 || code === 14) return true; // DEADLINE_EXCEEDED, UNAVAILABLE
   return /^(GRPC(DeadlineExceeded|Unavailable)|BrokenCircuit)Error$/.test(err?.constructor?.name ?? '');
-}
-
-function checkText(name, value) {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new TypeError(`${name} must be a non-empty string, got ${describe(value)}`);
-  }
-  checkWellFormed(value, name);
-}
-
-function checkTtl(value) {
-  if (typeof value !== 'number') {
-    throw new TypeError(`ttlMs must be a number of milliseconds, got ${describe(value)}`);
-  }
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new RangeError(`ttlMs must be a positive integer number of milliseconds, got ${describe(value)}`);
-  }
 }
 
 /** etcd leases count whole seconds: the lock's ttl, rounded up. */
@@ -98,8 +81,6 @@ module.exports = {
   DESCEND,
   BY_CREATE,
   isTransient,
-  checkText,
-  checkTtl,
   leaseSeconds,
   enc,
   rangeEnd,
