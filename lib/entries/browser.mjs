@@ -8,7 +8,7 @@ import { createLazyApi } from './wasm-lazy.mjs';
 
 // The package's module, written as `new URL('…', import.meta.url)` so that bundlers that
 // follow it (Vite, webpack, Rollup with a plugin) copy the file and rewrite the URL.
-const api = createLazyApi(() => new URL('../dist/wasm/leasehold_wasm_bg.wasm', import.meta.url));
+const api = createLazyApi(() => new URL('../../dist/wasm/leasehold_wasm_bg.wasm', import.meta.url));
 
 export const {
   engine,

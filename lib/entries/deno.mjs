@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createLoadedApi } from './wasm-api.mjs';
 
-const api = createLoadedApi(Deno.readFileSync(new URL('../dist/wasm/leasehold_wasm_bg.wasm', import.meta.url)), AsyncLocalStorage);
+const api = createLoadedApi(Deno.readFileSync(new URL('../../dist/wasm/leasehold_wasm_bg.wasm', import.meta.url)), AsyncLocalStorage);
 
 export const {
   engine,

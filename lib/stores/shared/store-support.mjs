@@ -7,14 +7,27 @@
  * js-tests/store-checks.test.mjs.
  */
 
-/** A value as an error message shows it (as lib/common/describe.cjs does, shorter). */
+/** A value as an error message shows it: lib/common/describe.cjs's rule, for ES modules. */
 export function describe(value) {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'function') return 'a function';
-  return typeof value === 'symbol' ? 'a symbol' : String(value);
+  switch (typeof value) {
+    case 'string': {
+      if (value.length <= 40) return JSON.stringify(value);
+      // Not between the two halves of a surrogate pair: that would show a lone one.
+      const cut = /[\uD800-\uDBFF]/.test(value[39]) && /[\uDC00-\uDFFF]/.test(value[40]) ? 39 : 40;
+      return `${JSON.stringify(value.slice(0, cut)).slice(0, -1)}…" (${value.length} characters)`;
+    }
+    case 'bigint':
+      return `${value}n (a bigint)`;
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    case 'object':
+      if (value === null) return 'null';
+      return Array.isArray(value) ? 'an array' : 'an object';
+    default:
+      return String(value);
+  }
 }
 
 export function checkString(name, value) {
