@@ -54,6 +54,8 @@ const { ReleaseListeners } = require('./release-listeners.cjs');
 const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
 const { adapterFor, isNoScript, noop } = require('./redis-adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./redis-scripts.cjs');
+const { redisInspector } = require('./redis-inspect.cjs');
+const { checkListOptions } = require('./inspect-options.cjs');
 
 /** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
 const MAX_QUEUED = 4096;
@@ -204,6 +206,7 @@ class RedisLockStore {
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
+  #inspector;
 
   /**
    * @param {{ client: object, prefix?: string }} options
@@ -238,6 +241,25 @@ class RedisLockStore {
     this.#releaseSettingsListening = `${this.#releaseSettings}${this.#grantChannel}`;
     // No hand-off time: the turn's channel is not read.
     this.#releaseSettingsAtOnce = `0 ${this.#checkHeard} `;
+    this.#inspector = redisInspector({
+      client,
+      prefix,
+      keyPrefix: redis.keyPrefix,
+      run: (s, keys, args) => this.#run(s, keys, args),
+      keysOf: (key) => this.#keys(key),
+      encodeKey,
+    });
+  }
+
+  /** The holder of `key` and its queued waiters, undefined when none (lib/redis-inspect.cjs). */
+  async inspect(key) {
+    checkString('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, by SCAN: at most `limit`, starting with `prefix` (lib/redis-inspect.cjs). */
+  list(options) {
+    return this.#inspector.list(checkListOptions(options));
   }
 
   /** The key prefix in use. */
