@@ -179,11 +179,10 @@ describe(`list over ${BULK} keys`, () => {
     await resetSlowlog([server.port]);
     const before = (await commandStats(server.port)).scan?.calls ?? 0;
     const iterator = store.list();
-    await iterator.next();
+    const seen = new Set([(await iterator.next()).value]);
     assert.equal(((await commandStats(server.port)).scan?.calls ?? 0) - before, 1, 'one SCAN for the first key: lazy');
-    const seen = new Set();
     for await (const key of iterator) seen.add(key);
-    assert.equal(seen.size + 1, BULK, 'every lease listed, no token key');
+    assert.equal(seen.size, BULK, 'every lease listed, no token key');
     assert.ok([...seen].every((key) => /^k\d+$/.test(key)));
     const { longest, scans } = await slowlogs([server.port]);
     t.diagnostic(`${scans} SCAN calls, longest command ${longest} µs`);

@@ -65,6 +65,8 @@ const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
 const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
+const { postgresInspector, listIndex } = require('./postgres-inspect.cjs');
+const { checkListOptions } = require('./inspect-options.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -206,6 +208,7 @@ class PostgresLockStore {
   #qualified; // the quoted, schema-qualified table name used in SQL
   #sql;
   #handOffAfter;
+  #inspector;
 
   // Release announcements: listeners per channel.
   #listeners = new ReleaseListeners(() => this.#sync());
@@ -257,6 +260,23 @@ class PostgresLockStore {
     this.#schema = schema;
     this.#qualified = schema === undefined ? quoteIdentifier(table) : `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
     this.#sql = statements(this.#qualified, notify);
+    this.#inspector = postgresInspector({
+      table: this.#qualified,
+      query: (text, values, method) => this.#statement(text, values, method),
+    });
+  }
+
+  /** The holder of `key`, undefined when free; no waiters: the table keeps no queue (lib/postgres-inspect.cjs). */
+  async inspect(key) {
+    checkText('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, a page of the primary key at a time: at most `limit`, starting with `prefix`. */
+  list(options) {
+    const checked = checkListOptions(options);
+    if (checked.prefix !== '') checkText('prefix', checked.prefix);
+    return this.#inspector.list(checked);
   }
 
   /** The table name (unquoted). */
@@ -290,6 +310,8 @@ class PostgresLockStore {
       if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
       await this.#client.query(this.#sql.create);
     }
+    // The index `list` walks (lib/postgres-inspect.cjs).
+    await this.#client.query(listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`));
     try {
       await this.#client.query(this.#sql.checkShape);
     } catch (err) {

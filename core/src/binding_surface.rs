@@ -94,11 +94,10 @@ macro_rules! binding_surface {
                 Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
             }
 
-            /// The holder and waiters of `key`, flat (`Inspection::to_words`); empty when
+            /// The holder and waiters of `key`, flat (`Inspection::into_words`); empty when
             /// nothing is there. Reads only.
             memInspect => fn mem_inspect(&mut self, store: u32, key: String) -> [Result<Vec<String>, Thrown>] {
-                let found = self.inner.memory_inspect(store, &key).map_err(to_js_error)?;
-                Ok($crate::Inspection::to_words(found.as_ref()))
+                Ok($crate::Inspection::into_words(self.inner.memory_inspect(store, &key).map_err(to_js_error)?))
             }
 
             /// Up to `limit` held keys starting with `prefix`, after `after`, in order.

@@ -1,6 +1,7 @@
 //! What a store holds for one key, as `inspect` shows it: the holder and the waiters
 //! in queue order. Reading it changes nothing: no lease is extended, taken or woken.
 
+use crate::text::text;
 use crate::Millis;
 
 /// The lease on a key and who waits for it.
@@ -36,16 +37,21 @@ impl Inspection {
     /// The flat form both bindings return, read by `lib/host/memory-inspect.cjs` only:
     /// empty for nothing there; else the holder's owner (empty for none), token and
     /// time left, then each waiter's owner and time waited. Numbers are written in
-    /// decimal: tokens stay exact up to 2^53 in JavaScript.
-    pub fn to_words(inspection: Option<&Inspection>) -> Vec<String> {
+    /// decimal (with `text!`: no `core::fmt` in the wasm module): tokens stay exact up to 2^53 in JavaScript.
+    pub fn into_words(inspection: Option<Inspection>) -> Vec<String> {
         let Some(found) = inspection else { return Vec::new() };
         let mut words = Vec::with_capacity(3 + 2 * found.waiters.len());
-        match &found.holder {
-            Some(h) => words.extend([h.owner.clone(), h.token.to_string(), h.left.to_string()]),
-            None => words.extend([String::new(), String::new(), String::new()]),
+        match found.holder {
+            Some(h) => {
+                words.push(h.owner);
+                words.push(text!(h.token));
+                words.push(text!(h.left));
+            }
+            None => words.resize(3, String::new()),
         }
-        for w in &found.waiters {
-            words.extend([w.owner.clone(), w.waited.to_string()]);
+        for w in found.waiters {
+            words.push(w.owner);
+            words.push(text!(w.waited));
         }
         words
     }
@@ -57,13 +63,13 @@ mod tests {
 
     #[test]
     fn the_flat_form_is_holder_then_waiters() {
-        assert!(Inspection::to_words(None).is_empty());
+        assert!(Inspection::into_words(None).is_empty());
         let found = Inspection {
             holder: Some(InspectedHolder { owner: "a".into(), token: 7, left: 250 }),
             waiters: vec![InspectedWaiter { owner: "b".into(), waited: 12 }],
         };
-        assert_eq!(Inspection::to_words(Some(&found)), ["a", "7", "250", "b", "12"]);
         let waiting = Inspection { holder: None, waiters: found.waiters.clone() };
-        assert_eq!(Inspection::to_words(Some(&waiting)), ["", "", "", "b", "12"]);
+        assert_eq!(Inspection::into_words(Some(found)), ["a", "7", "250", "b", "12"]);
+        assert_eq!(Inspection::into_words(Some(waiting)), ["", "", "", "b", "12"]);
     }
 }

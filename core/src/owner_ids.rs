@@ -48,15 +48,11 @@ impl OwnerIds {
 
     /// Makes every id drawn from now on start with `prefix` (the host passes what a
     /// person reading a store needs to find the process: its host and pid). Ids stay
-    /// unique through their random part, whatever the prefix; a prefix longer than
-    /// [`MAX_OWNER_PREFIX`] bytes is cut at a character boundary.
+    /// unique through their random part, whatever the prefix. The host keeps it short
+    /// (at most [`MAX_OWNER_PREFIX`] bytes: lib/owner-prefix.cjs).
     pub fn set_prefix(&mut self, prefix: &str) {
-        let mut end = prefix.len().min(MAX_OWNER_PREFIX);
-        while !prefix.is_char_boundary(end) {
-            end -= 1;
-        }
         self.prefix.clear();
-        self.prefix.push_str(&prefix[..end]);
+        self.prefix.push_str(prefix);
     }
 
     /// A fresh owner id: the prefix, then 32 lowercase hex digits.
@@ -103,8 +99,6 @@ mod tests {
         ids.set_prefix("web-1:4242:");
         let id = ids.next_id();
         assert!(id.starts_with("web-1:4242:") && id.len() == 11 + 32, "{id}");
-        ids.set_prefix(&"é".repeat(100));
-        assert_eq!(ids.next_id().len(), MAX_OWNER_PREFIX + 32);
         ids.set_prefix("");
         assert_eq!(ids.next_id().len(), 32);
     }

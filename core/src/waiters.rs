@@ -169,8 +169,19 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
     /// left out). Reads only.
     pub fn waiting(&self, store: S, key: &str) -> Vec<u32> {
         let Some(queue) = self.by_store.get(&store).and_then(|keys| keys.get(key)) else { return Vec::new() };
-        let mut gone = queue.gone.clone();
-        queue.entries.iter().copied().filter(|&e| !Queue::take_gone(&mut gone, e)).collect()
+        // A gone id's entries come before any entry it was queued again with.
+        let mut live = Vec::with_capacity(queue.live());
+        let mut skipped: Vec<u32> = Vec::new();
+        for &exec in &queue.entries {
+            let gone = queue.gone.get(&exec).copied().unwrap_or(0);
+            let seen = skipped.iter().filter(|&&e| e == exec).count() as u32;
+            if seen < gone {
+                skipped.push(exec);
+            } else {
+                live.push(exec);
+            }
+        }
+        live
     }
 
     /// Keys with waiters on `store`.

@@ -1,7 +1,7 @@
 'use strict';
 // `inspect` and `list` of MemoryLockStore: the engine answers from its leases and wait
 // queues (`memInspect`, `memList`); this module only reads the flat answer
-// (core/src/inspection.rs, `Inspection::to_words`) into the objects users get.
+// (core/src/inspection.rs, `Inspection::into_words`) into the objects users get.
 
 const { checkListOptions } = require('../inspect-options.cjs');
 
@@ -31,20 +31,24 @@ function memoryInspector({ ask, handOver, handOverAll, now }) {
       handOver(key);
       return readInspection(key, ask((engine, id) => engine.memInspect(id, key)), now());
     },
-    async *list(options) {
-      const { prefix, limit } = checkListOptions(options);
-      let after;
-      let left = limit;
-      while (left > 0) {
-        handOverAll();
-        const page = ask((engine, id) => engine.memList(id, prefix, after, Math.min(PAGE, left)));
-        for (const key of page) yield key;
-        if (page.length < Math.min(PAGE, left)) return;
-        left -= page.length;
-        after = page[page.length - 1];
-      }
+    list(options) {
+      return pages(checkListOptions(options));
     },
   };
+
+  async function* pages({ prefix, limit }) {
+    let after;
+    let left = limit;
+    while (left > 0) {
+      handOverAll();
+      const size = Math.min(PAGE, left);
+      const page = ask((engine, id) => engine.memList(id, prefix, after, size));
+      for (const key of page) yield key;
+      if (page.length < size) return;
+      left -= page.length;
+      after = page[page.length - 1];
+    }
+  }
 }
 
 module.exports = { memoryInspector, readInspection };

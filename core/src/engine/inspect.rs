@@ -30,21 +30,20 @@ impl Engine {
             left: h.expires_at - now,
         });
         let reference = StoreRef::Memory(store);
-        let waiters: Vec<InspectedWaiter> = if self.queues.is_empty() {
-            Vec::new()
-        } else {
-            let execs = &self.execs;
-            self.queues
-                .waiting(reference, key)
-                .into_iter()
-                .filter_map(|exec| {
-                    let layer = execs.get(&exec)?.layers.iter().find(|l| {
-                        l.spec.store == reference && l.spec.key == key && matches!(l.state, LayerState::Acquiring(_))
-                    })?;
-                    Some(InspectedWaiter { owner: layer.owner.clone(), waited: now.saturating_sub(layer.started_at) })
-                })
-                .collect()
-        };
+        // Plain loops, not iterator chains: each chain's code lands in the wasm module.
+        let mut waiters = Vec::new();
+        if !self.queues.is_empty() {
+            for exec in self.queues.waiting(reference, key) {
+                let Some(e) = self.execs.get(&exec) else { continue };
+                for l in &e.layers {
+                    if l.spec.store == reference && l.spec.key == key && matches!(l.state, LayerState::Acquiring(_)) {
+                        waiters
+                            .push(InspectedWaiter { owner: l.owner.clone(), waited: now.saturating_sub(l.started_at) });
+                        break;
+                    }
+                }
+            }
+        }
         if holder.is_none() && waiters.is_empty() {
             return Ok(None);
         }
@@ -67,18 +66,24 @@ impl Engine {
     ) -> Result<Vec<String>, LockError> {
         self.tick();
         let now = self.time;
-        let mut page: std::collections::BinaryHeap<&str> = std::collections::BinaryHeap::new();
+        // The `limit` smallest keys seen, in order (a sorted insert: less code in the wasm
+        // module than a heap or a sort).
+        let mut page: Vec<&str> = Vec::new();
         for key in self.memory_store_ref(store)?.live_keys(now) {
             if !key.starts_with(prefix) || after.is_some_and(|a| key <= a) {
                 continue;
             }
-            // A max-heap of the `limit` smallest keys seen: the largest goes first.
-            page.push(key);
-            if page.len() > limit {
-                page.pop();
+            let at = page.partition_point(|k| *k < key);
+            if at < limit {
+                page.insert(at, key);
+                page.truncate(limit);
             }
         }
-        Ok(page.into_sorted_vec().into_iter().map(str::to_owned).collect())
+        let mut keys = Vec::with_capacity(page.len());
+        for key in page {
+            keys.push(key.to_owned());
+        }
+        Ok(keys)
     }
 }
 
