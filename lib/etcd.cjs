@@ -61,6 +61,8 @@ const { ReleaseListeners } = require('./release-listeners.cjs');
 const { describe, checkOptionNames } = require('./describe.cjs');
 const { KeepAlives } = require('./etcd-keepalive.cjs');
 const { DeletionWatches } = require('./etcd-watch.cjs');
+const { etcdInspector } = require('./etcd-inspect.cjs');
+const { checkListOptions } = require('./inspect-options.cjs');
 const {
   EQUAL,
   CREATE,
@@ -123,6 +125,7 @@ class EtcdLockStore {
   #lingerTimers = new Map(); // key -> timer that drops its waiters
   #untilSweep = SWEEP_EVERY;
   #closed = false;
+  #inspector;
 
   /** @param {{ client: object, prefix?: string }} options */
   constructor(options) {
@@ -141,6 +144,20 @@ class EtcdLockStore {
     this.#watches = new DeletionWatches(client.watchClient);
     this.#prefix = prefix;
     this.#namespace = Buffer.isBuffer(client.prefix) ? client.prefix : Buffer.alloc(0);
+    this.#inspector = etcdInspector({ kv: client.kv, leases: client.leaseClient, namespace: this.#namespace, prefix });
+  }
+
+  /** The holder of `key` and its waiters in queue order, undefined when none (lib/etcd-inspect.cjs). */
+  async inspect(key) {
+    checkText('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, by range reads: at most `limit`, starting with `prefix` (lib/etcd-inspect.cjs). */
+  list(options) {
+    const checked = checkListOptions(options);
+    if (checked.prefix !== '') checkText('prefix', checked.prefix);
+    return this.#inspector.list(checked);
   }
 
   /** The key prefix. */
