@@ -414,10 +414,9 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                 let method = if queue { flat::method::QUEUED_ACQUIRE } else { method_code(method) };
                 [kind::CALL, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
             }
-            Effect::Run { exec } => {
+            Effect::Run { exec, token } => {
                 // The innermost token comes along, saving the host a call per handover.
-                let token = engine.token(exec).map_or(-1.0, |t| t as f64);
-                [kind::RUN, exec.into(), 0.0, 0.0, 0.0, 0.0, token, 0.0]
+                [kind::RUN, exec.into(), 0.0, 0.0, 0.0, 0.0, token as f64, 0.0]
             }
             Effect::Lost { exec, layer } => [kind::LOST, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
             Effect::Settled { exec, outcome } => match outcome {
@@ -563,7 +562,7 @@ pub fn answer_call(engine: &mut Engine, request: u32, answer: Answer, direct: bo
 /// `settled`; its status bits.
 fn take_sole_answer(engine: &mut Engine, exec: u32, granted: Option<u64>) -> Option<u32> {
     let status = match engine.sole_effect()? {
-        Effect::Run { exec: e } if *e == exec && granted.is_some() && engine.token(exec) == granted => status::RUNNING,
+        Effect::Run { exec: e, token } if *e == exec && granted == Some(*token) => status::RUNNING,
         Effect::Settled { exec: e, outcome } if *e == exec => match outcome {
             Outcome::Value => status::SETTLED_VALUE,
             Outcome::CallbackError => status::SETTLED_CALLBACK_ERROR,
