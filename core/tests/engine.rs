@@ -661,13 +661,10 @@ fn an_outer_lock_lost_while_waiting_for_an_inner_one_fails_the_execution() {
     let renew = only_call(&mut e, StoreMethod::Renew);
     e.answer(renew.request, Answer::Renewed(false));
     let effects = drain(&mut e);
-    let outcome = Some(&Outcome::Error(LockError::LostBeforeStart { key: "outer".into() }));
-    assert_eq!(settled(&effects, 1), outcome);
-    assert_eq!(outcome.unwrap().clone(), Outcome::Error(LockError::LostBeforeStart { key: "outer".into() }));
-    if let Some(Outcome::Error(error)) = outcome {
-        assert_eq!(error.message(), "lease on lock 'outer' was lost before the callback started");
-        assert_eq!(error.code(), "LOCK_LOST");
-    }
+    let lost = LockError::LostBeforeStart { key: "outer".into() };
+    assert_eq!(lost.message(), "lease on lock 'outer' was lost before the callback started");
+    assert_eq!(lost.code(), "LOCK_LOST");
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(lost)));
     e.finish(9, true).unwrap();
     assert!(!ran(&drain(&mut e), 1));
 }
