@@ -1,11 +1,11 @@
-//! The engine↔host protocol is defined twice, in core/src/host.rs and in
-//! lib/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
+//! The engine↔host protocol is defined twice, in core/src/host/mod.rs and in
+//! lib/host/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
 //! two disagree, or when either gains a constant the other lacks.
 
 use leasehold_core::host::{exec_option, flat, status, store_kind, DIRECT, LINGER_UNIT};
 use std::collections::BTreeMap;
 
-/// Every constant of the protocol, by its name in lib/protocol.cjs.
+/// Every constant of the protocol, by its name in lib/host/protocol.cjs.
 fn rust_constants() -> BTreeMap<&'static str, f64> {
     let u = f64::from;
     let z = |n: usize| n as f64;
@@ -16,19 +16,19 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
         ("STATUS_TIMER_ARM", u(status::TIMER_ARM)),
         ("STATUS_RESULT_BITS", u(status::RESULT_BITS)),
         ("STATUS_PAYLOAD_UNIT", status::PAYLOAD_UNIT),
-        ("STARTED_RUNNING", u(status::RUNNING)),
-        ("STARTED_STORE_CALL", u(status::STORE_CALL)),
-        ("STARTED_STORE_CALL_QUEUED", u(status::STORE_CALL_QUEUED)),
-        ("FINISHED_VALUE", u(status::SETTLED_VALUE)),
-        ("FINISHED_CALLBACK_ERROR", u(status::SETTLED_CALLBACK_ERROR)),
-        ("FINISHED_LOST", u(status::SETTLED_LOST)),
-        ("FINISHED_NOT_HELD", u(status::SETTLED_NOT_HELD)),
-        ("FINISHED_HANDOFF", u(status::HANDOFF)),
-        ("FINISHED_STORE_CALL", u(status::STORE_CALL)),
-        ("ANSWERED_RUNNING", u(status::RUNNING)),
-        ("ANSWERED_VALUE", u(status::SETTLED_VALUE)),
-        ("ANSWERED_CALLBACK_ERROR", u(status::SETTLED_CALLBACK_ERROR)),
-        ("ANSWERED_NOT_HELD", u(status::SETTLED_NOT_HELD)),
+        ("STARTED_RUNNING", u(status::STARTED_RUNNING)),
+        ("STARTED_STORE_CALL", u(status::STARTED_STORE_CALL)),
+        ("STARTED_STORE_CALL_QUEUED", u(status::STARTED_STORE_CALL_QUEUED)),
+        ("FINISHED_VALUE", u(status::FINISHED_VALUE)),
+        ("FINISHED_CALLBACK_ERROR", u(status::FINISHED_CALLBACK_ERROR)),
+        ("FINISHED_LOST", u(status::FINISHED_LOST)),
+        ("FINISHED_NOT_HELD", u(status::FINISHED_NOT_HELD)),
+        ("FINISHED_HANDOFF", u(status::FINISHED_HANDOFF)),
+        ("FINISHED_STORE_CALL", u(status::FINISHED_STORE_CALL)),
+        ("ANSWERED_RUNNING", u(status::ANSWERED_RUNNING)),
+        ("ANSWERED_VALUE", u(status::ANSWERED_VALUE)),
+        ("ANSWERED_CALLBACK_ERROR", u(status::ANSWERED_CALLBACK_ERROR)),
+        ("ANSWERED_NOT_HELD", u(status::ANSWERED_NOT_HELD)),
         ("GRANT_CLAIMED", u(status::GRANT_CLAIMED)),
         ("EXTENDED", u(status::EXTENDED)),
         ("NOT_EXTENDED", u(status::NOT_EXTENDED)),
@@ -83,11 +83,11 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
     ])
 }
 
-/// The `const NAME = <integer>;` lines of lib/protocol.cjs (derived constants, written
+/// The `const NAME = <integer>;` lines of lib/host/protocol.cjs (derived constants, written
 /// as expressions, are left out: they follow from these).
 fn js_constants() -> BTreeMap<String, f64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../lib/protocol.cjs");
-    let source = std::fs::read_to_string(path).expect("lib/protocol.cjs is readable");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../lib/host/protocol.cjs");
+    let source = std::fs::read_to_string(path).expect("lib/host/protocol.cjs is readable");
     let mut found = BTreeMap::new();
     for line in source.lines() {
         let Some(rest) = line.strip_prefix("const ") else { continue };
@@ -96,10 +96,10 @@ fn js_constants() -> BTreeMap<String, f64> {
         let Ok(value) = value.parse::<i64>() else { continue };
         assert!(
             name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
-            "lib/protocol.cjs: constant {name} is not named in capitals"
+            "lib/host/protocol.cjs: constant {name} is not named in capitals"
         );
         let previous = found.insert(name.to_owned(), value as f64);
-        assert!(previous.is_none(), "lib/protocol.cjs defines {name} twice");
+        assert!(previous.is_none(), "lib/host/protocol.cjs defines {name} twice");
     }
     found
 }
@@ -111,14 +111,14 @@ fn js_and_rust_define_the_same_protocol() {
     let mut wrong = Vec::new();
     for (name, value) in &rust {
         match js.get(*name) {
-            None => wrong.push(format!("{name} = {value} is missing from lib/protocol.cjs")),
-            Some(v) if v != value => wrong.push(format!("{name} is {v} in lib/protocol.cjs but {value} in Rust")),
+            None => wrong.push(format!("{name} = {value} is missing from lib/host/protocol.cjs")),
+            Some(v) if v != value => wrong.push(format!("{name} is {v} in lib/host/protocol.cjs but {value} in Rust")),
             Some(_) => {}
         }
     }
     for name in js.keys() {
         if !rust.contains_key(name.as_str()) {
-            wrong.push(format!("lib/protocol.cjs defines {name}, which core/tests/protocol.rs does not check"));
+            wrong.push(format!("lib/host/protocol.cjs defines {name}, which core/tests/protocol.rs does not check"));
         }
     }
     assert!(wrong.is_empty(), "the protocol disagrees:\n{}", wrong.join("\n"));
@@ -126,9 +126,14 @@ fn js_and_rust_define_the_same_protocol() {
 
 #[test]
 fn status_results_fit_below_the_host_bits() {
-    for code in [status::RUNNING, status::STORE_CALL, status::STORE_CALL_QUEUED, status::SETTLED_NOT_HELD] {
+    for code in [
+        status::STARTED_RUNNING,
+        status::STARTED_STORE_CALL,
+        status::STARTED_STORE_CALL_QUEUED,
+        status::FINISHED_NOT_HELD,
+    ] {
         assert_eq!(code & status::HOST_BITS, 0, "result {code} overlaps the host bits");
     }
-    assert_eq!(status::HANDOFF & status::RESULT_BITS, status::HANDOFF);
+    assert_eq!(status::FINISHED_HANDOFF & status::RESULT_BITS, status::FINISHED_HANDOFF);
     assert_eq!(f64::from(status::HOST_BITS | status::RESULT_BITS) + 1.0, status::PAYLOAD_UNIT);
 }
