@@ -17,6 +17,9 @@
 //!   the store granted it: a process keeps a key others wait for no longer than that.
 //! - While an execution here holds the key, a new waiter for it waits here, without a
 //!   store call; once the lease goes back to the store, the first waiter here asks.
+//! - A lease handed over is its new holder's for that holder's own ttl: the store's lease
+//!   (the previous holder's, with its ttl) is renewed at once to it, unless the new
+//!   holder renews every ttl/3 anyway with that same ttl (a manual lease does not).
 
 use super::state::{
     current_layer, exec_at, layer_at, take_acquiring, Exec, Grant, HeadLeft, Held, Layer, LayerState, Phase,
