@@ -85,11 +85,14 @@ impl Engine {
         let refused = matches!(result, Ok(false));
         match result {
             Ok(true) => {
+                // Due ttl/3 after the lease was last set, which ends ttl after that.
+                let due = h.expires_at.saturating_sub(wanted_ttl).saturating_add(renew_after(wanted_ttl));
+                let lag = now.saturating_sub(due);
                 h.expires_at = sent_at.saturating_add(ttl);
                 h.renew_at = renews.then(|| sent_at.saturating_add(renew_after(ttl)));
                 h.retry = Backoff::default();
                 self.arm_held(exec, layer);
-                self.event(exec, layer, Event::Renewed { token });
+                self.event(exec, layer, Event::Renewed { token, lag });
             }
             Ok(false) => {}
             Err(failure) => {
@@ -163,7 +166,7 @@ impl Engine {
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
         self.arm(exec, layer, None);
-        self.event(exec, layer, Event::Lost);
+        self.event(exec, layer, Event::Lost { refused });
         let Some(e) = self.execs.get_mut(&exec) else { return };
         e.lost.get_or_insert(layer);
         let (manual, renews) = (e.options.manual, e.options.renew);
