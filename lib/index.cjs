@@ -37,7 +37,14 @@ function hasContextFrame() {
 }
 
 const { engine, binding, engineFallbackReason } = pickEngine();
-module.exports = createApi(binding, { engine, engineFallbackReason, AsyncLocalStorage, enterInJob: hasContextFrame() });
+module.exports = createApi(binding, {
+  engine,
+  engineFallbackReason,
+  AsyncLocalStorage,
+  enterInJob: hasContextFrame(),
+  // An optional peer: tried at the first pipeline build, not here.
+  loadOpenTelemetry: () => require('@opentelemetry/api'),
+});
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {
   checkInitOptions(options);

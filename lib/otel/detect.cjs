@@ -1,0 +1,67 @@
+'use strict';
+// Whether a pipeline reports to OpenTelemetry, decided when it is built: only where
+// `@opentelemetry/api` resolves (tried once, at the first build, never at import) and a
+// meter or tracer provider is registered with it. Otherwise nothing of OpenTelemetry is
+// loaded or called, and the pipeline keeps every fast path.
+
+const { describe } = require('../describe.cjs');
+
+/**
+ * The OpenTelemetry switch of one API. `load`: a function that returns the
+ * `@opentelemetry/api` module or throws (Node's `require`); absent where the entry
+ * cannot load a package synchronously (browsers, workerd, Deno): OpenTelemetry is off.
+ */
+function createOpenTelemetry(load) {
+  let otel; // the module; null once it did not resolve
+  let PipelineTelemetry;
+
+  function module() {
+    if (otel === undefined) {
+      try {
+        otel = load();
+      } catch {
+        otel = null;
+      }
+      if (otel !== null) ({ PipelineTelemetry } = require('./recorder.cjs'));
+    }
+    return otel;
+  }
+
+  /** Whether a global meter or tracer provider is registered (the API's no-op ones otherwise). */
+  function registered(api) {
+    if (api.metrics.getMeter('leasehold') !== api.createNoopMeter()) return true;
+    const tracers = api.trace.getTracerProvider();
+    const delegate = typeof tracers.getDelegate === 'function' ? tracers.getDelegate() : tracers;
+    return delegate !== new api.ProxyTracerProvider().getDelegate();
+  }
+
+  /**
+   * What a pipeline of `locks` records with (a PipelineTelemetry), or undefined: the
+   * builder's `openTelemetry` option is false, the API does not resolve, or nothing is
+   * registered with it.
+   */
+  function forPipeline(locks, option) {
+    if (option === false || load === undefined) return undefined;
+    const api = module();
+    if (api === null || !registered(api)) return undefined;
+    return new PipelineTelemetry(api, locks, option ?? {});
+  }
+
+  return { forPipeline };
+}
+
+/** Checks the builder's `openTelemetry` option: `false`, or `{ key?: boolean }`. */
+function checkOpenTelemetryOption(option) {
+  if (option === undefined || option === false) return;
+  if (option === null || typeof option !== 'object' || Array.isArray(option)) {
+    throw new TypeError(`openTelemetry must be false or an object { key?: boolean }, got ${describe(option)}`);
+  }
+  for (const name of Object.keys(option)) {
+    if (name !== 'key') throw new TypeError(`openTelemetry has no option '${name}' (it takes { key?: boolean })`);
+  }
+  if (option.key !== undefined && typeof option.key !== 'boolean') {
+    throw new TypeError(`openTelemetry.key must be a boolean, got ${describe(option.key)}`);
+  }
+}
+
+module.exports = { createOpenTelemetry, checkOpenTelemetryOption };
