@@ -173,7 +173,6 @@ describe('OpenTelemetry metrics', () => {
     for (const outcome of ['acquired', 'busy', 'timed_out', 'aborted']) {
       assert.ok(seen.of(name, 'wait', outcome).length > 0, `the run saw some ${outcome}`);
     }
-    if (process.env.OTEL_TEST_DEBUG) console.log(ACQUIRE_OUTCOMES.map((o) => `${o} ${seen.of(name, 'wait', o).length}`).join(', '));
     await assertRecorded(name, seen);
   });
 
