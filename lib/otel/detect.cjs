@@ -27,9 +27,13 @@ function createOpenTelemetry(load) {
     return otel;
   }
 
-  /** Whether a global meter or tracer provider is registered (the API's no-op ones otherwise). */
-  function registered(api) {
-    if (api.metrics.getMeter('leasehold') !== api.createNoopMeter()) return true;
+  /** Whether a global meter provider is registered (the API's no-op one otherwise). */
+  function metering(api) {
+    return api.metrics.getMeter('leasehold') !== api.createNoopMeter();
+  }
+
+  /** Whether a global tracer provider is registered. */
+  function tracing(api) {
     const tracers = api.trace.getTracerProvider();
     const delegate = typeof tracers.getDelegate === 'function' ? tracers.getDelegate() : tracers;
     return delegate !== new api.ProxyTracerProvider().getDelegate();
@@ -43,8 +47,10 @@ function createOpenTelemetry(load) {
   function forPipeline(locks, option) {
     if (option === false || load === undefined) return undefined;
     const api = module();
-    if (api === null || !registered(api)) return undefined;
-    return new PipelineTelemetry(api, locks, option ?? {});
+    if (api === null) return undefined;
+    const spans = tracing(api);
+    if (!spans && !metering(api)) return undefined;
+    return new PipelineTelemetry(api, locks, option ?? {}, spans);
   }
 
   return { forPipeline };

@@ -25,34 +25,22 @@ function storeKind(store) {
   return kind === '' ? 'custom' : kind;
 }
 
-/** The attribute sets one lock records under, made once (`key`: with the key, for one execution). */
+/**
+ * The attribute sets one lock records under, made once (`key`: with the key, for one
+ * execution): each `{ attributes, id }`, the id naming the set across pipelines (withLock
+ * builds one per call) for the counts kept in lib/otel/instruments.cjs.
+ */
 function attributeSets(lock, key) {
   const base = { [ATTR.STORE_KIND]: storeKind(lock.store), [ATTR.LOCK_NAME]: lock.name, [ATTR.LOCK_MODE]: 'exclusive' };
   if (key !== undefined) base[ATTR.LOCK_KEY] = key;
-  const withAttr = (name, value) => Object.freeze({ ...base, [name]: value });
+  const set = (attributes) => Object.freeze({ attributes: Object.freeze(attributes), id: JSON.stringify(Object.entries(attributes)) });
+  const withAttr = (name, values) => Object.fromEntries(values.map((value) => [value, set({ ...base, [name]: value })]));
   return {
-    base: Object.freeze(base),
-    acquire: {
-      [ACQUIRED]: withAttr(ATTR.ACQUIRE_OUTCOME, ACQUIRED),
-      [BUSY]: withAttr(ATTR.ACQUIRE_OUTCOME, BUSY),
-      [TIMED_OUT]: withAttr(ATTR.ACQUIRE_OUTCOME, TIMED_OUT),
-      [ABORTED]: withAttr(ATTR.ACQUIRE_OUTCOME, ABORTED),
-      [STORE_ERROR]: withAttr(ATTR.ACQUIRE_OUTCOME, STORE_ERROR),
-    },
-    end: {
-      released: withAttr(ATTR.LEASE_END, 'released'),
-      release_failed: withAttr(ATTR.LEASE_END, 'release_failed'),
-      lost: withAttr(ATTR.LEASE_END, 'lost'),
-    },
-    renewal: {
-      renewed: withAttr(ATTR.RENEWAL_OUTCOME, 'renewed'),
-      failed: withAttr(ATTR.RENEWAL_OUTCOME, 'failed'),
-      refused: withAttr(ATTR.RENEWAL_OUTCOME, 'refused'),
-    },
-    loss: {
-      refused: withAttr(ATTR.LOSS_REASON, 'refused'),
-      expired: withAttr(ATTR.LOSS_REASON, 'expired'),
-    },
+    base: set(base),
+    acquire: withAttr(ATTR.ACQUIRE_OUTCOME, [ACQUIRED, BUSY, TIMED_OUT, ABORTED, STORE_ERROR]),
+    end: withAttr(ATTR.LEASE_END, ['released', 'release_failed', 'lost']),
+    renewal: withAttr(ATTR.RENEWAL_OUTCOME, ['renewed', 'failed', 'refused']),
+    loss: withAttr(ATTR.LOSS_REASON, ['refused', 'expired']),
   };
 }
 
@@ -63,10 +51,11 @@ function spanName(lock) {
 
 /**
  * What one pipeline records with: made at build, when OpenTelemetry is on. `otel`: the
- * `@opentelemetry/api` module; `options.key`: the lock key is an attribute too.
+ * `@opentelemetry/api` module; `options.key`: the lock key is an attribute too; `spans`:
+ * a tracer provider is registered (without one, no span is started at all).
  */
 class PipelineTelemetry {
-  constructor(otel, locks, options) {
+  constructor(otel, locks, options, spans) {
     this.otel = otel;
     const meter = otel.metrics.getMeter(SCOPE);
     let instruments = instrumentsByMeter.get(meter);
@@ -75,7 +64,7 @@ class PipelineTelemetry {
       instrumentsByMeter.set(meter, instruments);
     }
     this.instruments = instruments;
-    this.tracer = otel.trace.getTracer(SCOPE);
+    this.tracer = spans ? otel.trace.getTracer(SCOPE) : undefined;
     this.locks = locks;
     this.withKey = options.key === true;
     // Without keys, one lock's attribute sets serve every execution.
@@ -97,6 +86,8 @@ class ExecutionTelemetry {
     const n = pipeline.locks.length;
     this.spans = new Array(n);
     this.acquiredAt = new Array(n).fill(-1);
+    this.parent = undefined;
+    if (pipeline.tracer === undefined) return;
     this.parent = pipeline.otel.context.active();
     this.startSpan(0, this.parent);
   }
@@ -106,7 +97,7 @@ class ExecutionTelemetry {
     const { tracer, otel, spanNames } = this.pipeline;
     this.spans[layer] = tracer.startSpan(
       spanNames[layer],
-      { kind: otel.SpanKind.INTERNAL, attributes: this.attributes[layer].base },
+      { kind: otel.SpanKind.INTERNAL, attributes: this.attributes[layer].base.attributes },
       parent,
     );
   }
@@ -127,7 +118,7 @@ class ExecutionTelemetry {
           span.addEvent('acquired', { [ATTR.FENCING_TOKEN]: fx.token });
         }
         // The next lock is acquired from now on, under this one.
-        if (layer + 1 < this.spans.length) {
+        if (span !== undefined && layer + 1 < this.spans.length) {
           this.startSpan(layer + 1, this.pipeline.otel.trace.setSpan(this.parent, span));
         }
         return;
