@@ -312,6 +312,28 @@ describe('OpenTelemetry spans', () => {
   });
 });
 
+describe('OpenTelemetry spans of nested locks', () => {
+  test("an inner lock's span is a child of the outer one's; each has its own token", async () => {
+    otel.spans.reset();
+    const clock = new FakeTimeProvider();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock })
+      .addLock({ key: 'outer', name: 'outer' })
+      .addLock({ key: 'inner', name: 'inner' })
+      .build();
+    const token = await pipeline.execute(() => getLockToken());
+    const spans = otel.spans.getFinishedSpans();
+    const outer = spans.find((s) => s.name === 'lock outer');
+    const inner = spans.find((s) => s.name === 'lock inner');
+    const parentOf = (span) => {
+      const parent = span.parentSpanContext ?? span.parentSpanId;
+      return typeof parent === 'string' ? parent : parent?.spanId;
+    };
+    assert.equal(parentOf(inner), outer.spanContext().spanId);
+    assert.equal(inner.attributes['leasehold.lock.fencing_token'], token);
+    assert.ok(outer.attributes['leasehold.lock.fencing_token'] < token);
+  });
+});
+
 describe('without @opentelemetry/api', () => {
   const child = fileURLToPath(new URL('./support/otel-blocked-child.cjs', import.meta.url));
   const run = (mode) => {
