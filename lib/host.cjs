@@ -37,7 +37,7 @@ const { createOpenTelemetry } = require('./otel/detect.cjs');
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
  * wait on an in-process store (workerd), `loadOpenTelemetry` where the runtime can
- * require `@opentelemetry/api` (lib/otel/detect.cjs).
+ * require `@opentelemetry/api` and the recorder (lib/otel/detect.cjs).
  */
 function createApi(rawBinding, options) {
   const binding = withFastCalls(rawBinding);

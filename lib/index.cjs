@@ -43,7 +43,10 @@ module.exports = createApi(binding, {
   AsyncLocalStorage,
   enterInJob: hasContextFrame(),
   // An optional peer: tried at the first pipeline build, not here.
-  loadOpenTelemetry: () => require('@opentelemetry/api'),
+  loadOpenTelemetry: () => ({
+    api: require('@opentelemetry/api'),
+    PipelineTelemetry: require('./otel/recorder.cjs').PipelineTelemetry,
+  }),
 });
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {

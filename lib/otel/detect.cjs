@@ -7,24 +7,24 @@
 const { describe } = require('../describe.cjs');
 
 /**
- * The OpenTelemetry switch of one API. `load`: a function that returns the
- * `@opentelemetry/api` module or throws (Node's `require`); absent where the entry
- * cannot load a package synchronously (browsers, workerd, Deno): OpenTelemetry is off.
+ * The OpenTelemetry switch of one API. `load`: a function that returns
+ * `{ api, PipelineTelemetry }` (the `@opentelemetry/api` module and lib/otel/recorder.cjs's
+ * class) or throws where the API does not resolve; absent where the entry cannot load a
+ * package synchronously (browsers, workerd, Deno), whose bundles then carry no recorder:
+ * OpenTelemetry is off there.
  */
 function createOpenTelemetry(load) {
-  let otel; // the module; null once it did not resolve
-  let PipelineTelemetry;
+  let loaded; // { api, PipelineTelemetry }; null once the API did not resolve
 
   function module() {
-    if (otel === undefined) {
+    if (loaded === undefined) {
       try {
-        otel = load();
+        loaded = load();
       } catch {
-        otel = null;
+        loaded = null;
       }
-      if (otel !== null) ({ PipelineTelemetry } = require('./recorder.cjs'));
     }
-    return otel;
+    return loaded;
   }
 
   /** Whether a global meter provider is registered (the API's no-op one otherwise). */
@@ -46,8 +46,9 @@ function createOpenTelemetry(load) {
    */
   function forPipeline(locks, option) {
     if (option === false || load === undefined) return undefined;
-    const api = module();
-    if (api === null) return undefined;
+    const found = module();
+    if (found === null) return undefined;
+    const { api, PipelineTelemetry } = found;
     const spans = tracing(api);
     if (!spans && !metering(api)) return undefined;
     return new PipelineTelemetry(api, locks, option ?? {}, spans);
