@@ -31,7 +31,7 @@ function storeKind(store) {
  * builds one per call) for the counts kept in lib/otel/instruments.cjs.
  */
 function attributeSets(lock, key) {
-  const base = { [ATTR.STORE_KIND]: storeKind(lock.store), [ATTR.LOCK_NAME]: lock.name, [ATTR.LOCK_MODE]: 'exclusive' };
+  const base = { [ATTR.STORE_KIND]: storeKind(lock.store), [ATTR.LOCK_NAME]: lock.name, [ATTR.LOCK_MODE]: lock.mode ?? 'exclusive' };
   if (key !== undefined) base[ATTR.LOCK_KEY] = key;
   const set = (attributes) => Object.freeze({ attributes: Object.freeze(attributes), id: JSON.stringify(Object.entries(attributes)) });
   const withAttr = (name, values) => Object.fromEntries(values.map((value) => [value, set({ ...base, [name]: value })]));
