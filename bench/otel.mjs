@@ -2,14 +2,14 @@
 // of the default memory store): each mode in its own child process, rounds interleaved,
 // medians printed as a markdown table.
 //
-//   node bench/otel.mjs [--rounds=5] [--count=200000] [--base=path/to/other/lib] [--modes=absent,metrics]
+//   node bench/otel.mjs [--rounds=5] [--count=200000] [--base=other/checkout/lib/entries/index.cjs] [--modes=absent,metrics]
 //
 // Modes: `absent` (`@opentelemetry/*` made unresolvable, as where it is not installed),
 // `unregistered` (the API resolves, no provider registered), `metrics` (the SDK's meter
 // provider with a reader), `metrics+traces` (and a tracer provider whose processor drops
-// every span). `--base` also times another checkout's lib/ (say, main's, with this
-// checkout's dist/ and node_modules/ linked beside it) without OpenTelemetry, in the same
-// rounds: the row `absent (base)`.
+// every span). `--base` also times another checkout's Node entry (say, main's, with this
+// checkout's dist/ and node_modules/ linked beside its lib/) without OpenTelemetry, in
+// the same rounds: the row `absent (base)`.
 
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -19,7 +19,7 @@ const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const MODES = ['absent', 'unregistered', 'metrics', 'metrics+traces'];
 
-async function child(mode, lib, count) {
+async function child(mode, entry, count) {
   const Module = (await import('node:module')).default;
   if (mode === 'absent') {
     const resolve = Module._resolveFilename;
@@ -43,7 +43,7 @@ async function child(mode, lib, count) {
     }
   }
   const require = Module.createRequire(import.meta.url);
-  const api = require(path.resolve(lib, 'index.cjs'));
+  const api = require(entry);
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ key: 'bench:uncontended', ttl: 30_000 }).build();
   const noop = async () => 0;
   for (let i = 0; i < count / 10; i++) await pipeline.execute(noop);
@@ -61,7 +61,7 @@ function median(values) {
 async function main() {
   const rounds = Number(arg('rounds', 5));
   const count = Number(arg('count', 200_000));
-  const lib = path.join(BENCH, '..', 'lib');
+  const lib = path.join(BENCH, '..', 'lib', 'entries', 'index.cjs');
   const base = arg('base', undefined);
   const modes = arg('modes', MODES.join(',')).split(',');
   if (!modes.includes('absent')) modes.unshift('absent');

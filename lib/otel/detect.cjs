@@ -4,7 +4,7 @@
 // meter or tracer provider is registered with it. Otherwise nothing of OpenTelemetry is
 // loaded or called, and the pipeline keeps every fast path.
 
-const { describe } = require('../describe.cjs');
+const { describe } = require('../common/describe.cjs');
 
 /**
  * The OpenTelemetry switch of one API. `load`: a function that returns

@@ -102,7 +102,7 @@ class ExecutionTelemetry {
     );
   }
 
-  /** An engine event for lock `fx.layer` (lib/protocol.cjs `eventEffect`), at engine time `now` (ms). */
+  /** An engine event for lock `fx.layer` (lib/host/protocol.cjs `eventEffect`), at engine time `now` (ms). */
   event(fx, now) {
     const layer = fx.layer;
     const attrs = this.attributes[layer];
