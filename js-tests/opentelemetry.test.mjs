@@ -10,6 +10,9 @@ import { registerOpenTelemetry, pointsOf } from './support/otel.mjs';
 import { ResiliencePipelineBuilder, FakeTimeProvider, LockNotAcquiredError, LockStoreError, getLockToken } from './support/leasehold.mjs';
 import { recordingStore } from './support/stores.mjs';
 import { flush } from './support/time.mjs';
+import { startRedisServer } from './support/redis.mjs';
+import { connectIoredis, closeIoredis } from './support/redis-clients.mjs';
+import { RedisLockStore } from 'leasehold/redis';
 
 // Registered before any pipeline is built: a pipeline decides at its build.
 const otel = registerOpenTelemetry();
@@ -276,6 +279,42 @@ describe('OpenTelemetry metrics', () => {
     await off.execute(() => undefined);
     assert.equal(off.fastLock, true);
     assert.equal(pointsOf((await otel.metrics()).get('leasehold.lock.acquisitions'), { 'leasehold.lock.name': 'off' }).length, 0);
+  });
+});
+
+describe('OpenTelemetry on a real store', () => {
+  test('a Redis lock is recorded under store kind redis, its wait and hold on the real clock', async (t) => {
+    const server = await startRedisServer();
+    t.after(() => server.stop());
+    const client = await connectIoredis(server.port);
+    const store = new RedisLockStore({ client });
+    t.after(async () => {
+      await store.close();
+      await closeIoredis(client);
+    });
+    const pipeline = new ResiliencePipelineBuilder().addLock({ store, key: 'otel:redis', name: 'on-redis', ttl: '10s', wait: '5s' }).build();
+    const started = performance.now();
+    let heldMs = 0;
+    const first = pipeline.execute(async () => {
+      const t0 = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      heldMs = performance.now() - t0;
+    });
+    const second = pipeline.execute(() => undefined);
+    await Promise.all([first, second]);
+    const elapsed = (performance.now() - started) / 1000;
+    const m = await otel.metrics();
+    const acquired = pointsOf(m.get('leasehold.lock.acquisitions'), { 'leasehold.lock.name': 'on-redis' });
+    assert.equal(acquired.length, 1);
+    assert.equal(acquired[0].attributes['leasehold.store.kind'], 'redis');
+    assert.equal(acquired[0].value, 2);
+    const [hold] = pointsOf(m.get('leasehold.lock.hold.duration'), { 'leasehold.lock.name': 'on-redis' });
+    assert.equal(hold.value.count, 2);
+    // The first hold spans its callback (and the release's round trip); bounds that only catch nonsense.
+    assert.ok(hold.value.max >= heldMs / 1000 - 0.002 && hold.value.max <= elapsed, `${hold.value.max} s held, callback ${heldMs} ms`);
+    const [wait] = pointsOf(m.get('leasehold.lock.wait.duration'), { 'leasehold.lock.name': 'on-redis' });
+    assert.equal(wait.value.count, 2);
+    assert.ok(wait.value.max >= 0.02 && wait.value.max <= elapsed, `the second waited ${wait.value.max} s`);
   });
 });
 
