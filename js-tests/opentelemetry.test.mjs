@@ -4,6 +4,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { trace, context, SpanStatusCode } from '@opentelemetry/api';
 import { registerOpenTelemetry, pointsOf } from './support/otel.mjs';
@@ -140,6 +141,8 @@ describe('OpenTelemetry metrics', () => {
     assert.equal(m.get('leasehold.lock.hold.duration').unit, 's');
     assert.equal(m.get('leasehold.lock.acquisitions').unit, '{acquisition}');
     assert.equal(m.get('leasehold.lease.count').unit, '{lease}');
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    assert.deepEqual([m.get('leasehold.lock.acquisitions').scope.name, m.get('leasehold.lock.acquisitions').scope.version], ['leasehold', version]);
     const [point] = pointsOf(m.get('leasehold.lock.acquisitions'), { 'leasehold.lock.name': 'units' });
     assert.deepEqual(point.attributes, {
       'leasehold.store.kind': 'memory',

@@ -27,7 +27,7 @@ export function registerOpenTelemetry() {
       for (const scope of resourceMetrics.scopeMetrics) {
         if (scope.scope.name !== 'leasehold') continue;
         for (const m of scope.metrics) {
-          out.set(m.descriptor.name, { unit: m.descriptor.unit, type: m.descriptor.type, points: m.dataPoints });
+          out.set(m.descriptor.name, { unit: m.descriptor.unit, type: m.descriptor.type, points: m.dataPoints, scope: scope.scope });
         }
       }
       return out;

@@ -6,6 +6,8 @@
 // clock; a hold is timed on that same clock).
 
 const { SCOPE, ATTR, createInstruments } = require('./instruments.cjs');
+// The instrumentation scope's version: this package's.
+const { version: VERSION } = require('../../package.json');
 
 // What an acquire ended in, as `leasehold.lock.outcome`.
 const ACQUIRED = 'acquired';
@@ -57,14 +59,14 @@ function spanName(lock) {
 class PipelineTelemetry {
   constructor(otel, locks, options, spans) {
     this.otel = otel;
-    const meter = otel.metrics.getMeter(SCOPE);
+    const meter = otel.metrics.getMeter(SCOPE, VERSION);
     let instruments = instrumentsByMeter.get(meter);
     if (instruments === undefined) {
       instruments = createInstruments(meter);
       instrumentsByMeter.set(meter, instruments);
     }
     this.instruments = instruments;
-    this.tracer = spans ? otel.trace.getTracer(SCOPE) : undefined;
+    this.tracer = spans ? otel.trace.getTracer(SCOPE, VERSION) : undefined;
     this.locks = locks;
     this.withKey = options.key === true;
     // Without keys, one lock's attribute sets serve every execution.
