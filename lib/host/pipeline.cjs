@@ -98,9 +98,10 @@ function definePipelines(api) {
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
-      // One lock on a memory store, no telemetry (nor OpenTelemetry, which needs the engine's
-      // events): a free key is granted without the engine. Not a ttl of 1 ms (or less), whose renewal falls due as the lease lapses: the
-      // engine loses such a lease at once, which a fast hold could not mirror.
+      // One lock on a memory store, no telemetry (nor OpenTelemetry, which needs the
+      // engine's events): a free key is granted without the engine. Not a ttl of 1 ms (or
+      // less), whose renewal falls due as the lease lapses: the engine loses such a lease
+      // at once, which a fast hold could not mirror.
       this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && !otel && locks[0].ttlMs > 1;
     }
 
@@ -195,8 +196,6 @@ function definePipelines(api) {
       // A key function may have aborted the signal: its 'abort' event has fired already.
       if (signal?.aborted) throw signal.reason;
       rec.keys = keys;
-      // Its spans start here, under the caller's active span.
-      if (this.otel !== undefined) rec.otel = this.otel.begin(keys);
       rec.resolve = resolve;
       rec.reject = reject;
       if (signal) {
@@ -214,6 +213,8 @@ function definePipelines(api) {
         host.fast.handOverAll(locks, keys);
       }
       try {
+        // Its spans start here, under the caller's active span.
+        if (this.otel !== undefined) rec.otel = this.otel.begin(keys);
         this.startInEngine(rec, keys, signal);
       } catch (error) {
         if (rec.otel !== undefined) rec.otel.settled();
