@@ -9,9 +9,9 @@ const { describe } = require('../common/describe.cjs');
 /**
  * The OpenTelemetry switch of one API. `load`: a function that returns
  * `{ api, PipelineTelemetry }` (the `@opentelemetry/api` module and lib/otel/recorder.cjs's
- * class) or throws where the API does not resolve; absent where the entry cannot load a
- * package synchronously (browsers, workerd, Deno), whose bundles then carry no recorder:
- * OpenTelemetry is off there.
+ * class), or undefined where the API does not resolve; absent where the entry cannot
+ * load a package synchronously (browsers, workerd, Deno), whose bundles then carry no
+ * recorder: OpenTelemetry is off there.
  */
 function createOpenTelemetry(load) {
   let loaded; // { api, PipelineTelemetry }; null once the API did not resolve
@@ -19,7 +19,7 @@ function createOpenTelemetry(load) {
   function module() {
     if (loaded === undefined) {
       try {
-        loaded = load();
+        loaded = load() ?? null;
       } catch {
         loaded = null;
       }
