@@ -181,6 +181,7 @@ impl Engine {
                     self.release_orphan(exec, layer);
                 }
                 let key = key_of(self);
+                self.event(exec, layer, Event::AcquireFailed { waited, failure: failure.clone() });
                 self.wind_down(
                     exec,
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
