@@ -65,6 +65,7 @@ const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('./release-listeners.cjs');
 const { checkWellFormed } = require('./well-formed.cjs');
 const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
+const { warnPollingOnce } = require('./polling-warning.cjs');
 
 // ---------------------------------------------------------------------------------
 // Names and argument checks
@@ -206,6 +207,7 @@ class PostgresLockStore {
   #qualified; // the quoted, schema-qualified table name used in SQL
   #sql;
   #handOffAfter;
+  #transactionPooling;
 
   // Release announcements: listeners per channel.
   #listeners = new ReleaseListeners(() => this.#sync());
@@ -230,8 +232,12 @@ class PostgresLockStore {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
-    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter'], 'PostgresLockStore');
-    const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS } = options;
+    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter', 'transactionPooling'], 'PostgresLockStore');
+    const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS, transactionPooling = false } = options;
+    if (typeof transactionPooling !== 'boolean') {
+      throw new TypeError(`transactionPooling must be a boolean (true: client goes through a transaction-mode pooler such as PgBouncer), got ${describe(transactionPooling)}`);
+    }
+    this.#transactionPooling = transactionPooling;
     if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
       throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
     }
@@ -251,7 +257,9 @@ class PostgresLockStore {
     }
     this.#client = client;
     this.#listenClientOption = listenClient;
-    this.#pool = listenClient === undefined && isPool(client) ? client : undefined;
+    // Through a transaction-mode pooler a LISTEN ends with its transaction: the store
+    // never listens on a connection built from the pool's settings then.
+    this.#pool = listenClient === undefined && isPool(client) && !transactionPooling ? client : undefined;
     this.#notify = notify;
     this.#table = table;
     this.#schema = schema;
@@ -401,6 +409,19 @@ class PostgresLockStore {
     return Number(rows[0]?.pruned ?? 0);
   }
 
+  /**
+   * Said once per store: behind a transaction-mode pooler without a direct connection
+   * to LISTEN on, waiters are not woken on release and poll (50 ms doubling to 1 s).
+   */
+  #warnPolling(why) {
+    warnPollingOnce(
+      this,
+      'LEASEHOLD_POLLING',
+      `PostgresLockStore (transactionPooling) cannot LISTEN because ${why}: waiters poll instead of being woken on release. ` +
+        'Pass listenClient, a pg Client connected to PostgreSQL directly (not through the pooler).',
+    );
+  }
+
   #channel(key) {
     const digest = createHash('md5').update(`${this.#qualified}\u0000${key}`, 'utf8').digest('hex');
     return `leasehold_${digest}`;
@@ -425,7 +446,11 @@ class PostgresLockStore {
     if (typeof onReleased !== 'function') {
       throw new TypeError(`onReleased must be a function, got ${describe(onReleased)}`);
     }
-    if (this.#closed || !this.#notify || !this.canSubscribe) return noop;
+    if (this.#closed || !this.#notify) return noop;
+    if (!this.canSubscribe) {
+      if (this.#transactionPooling) this.#warnPolling('it has no listenClient');
+      return noop;
+    }
     return this.#listeners.add(this.#channel(key), onReleased);
   }
 
@@ -541,6 +566,7 @@ class PostgresLockStore {
     connection.close([]).catch(noop);
     // A caller's listenClient cannot be reopened by the store; its own connection can.
     if (this.#pool !== undefined && !this.#closed && this.#listeners.size > 0) this.#retryLater();
+    else if (this.#pool === undefined && this.#transactionPooling) this.#warnPolling('its listenClient was lost');
   }
 
   #retryLater() {

@@ -51,6 +51,14 @@ function ioredisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
+    // A pipeline keyed by the lease: a Cluster sends it to the key's master, on the
+    // connection that ran the script, which is what WAIT counts (lib/redis-replicas.cjs).
+    async waitReplicas(key, replicas, timeoutMs) {
+      const replies = await client.pipeline().pttl(key).wait(replicas, timeoutMs).exec();
+      const [err, acked] = replies[1];
+      if (err) throw err;
+      return acked;
+    },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (quit, disconnect), or given up reconnecting.
     isEnded: () => client.status === 'end',
@@ -104,6 +112,11 @@ function nodeRedisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
+    // On the connection that ran the script: a cluster's client for the key's master.
+    waitReplicas: (key, replicas, timeoutMs) => {
+      const args = ['WAIT', String(replicas), String(timeoutMs)];
+      return typeof client.getMasters === 'function' ? client.sendCommand(key, false, args) : client.sendCommand(args);
+    },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (close, destroy, quit, disconnect).
     isEnded: () => client.isOpen === false,
@@ -181,8 +194,54 @@ function nodeRedisAdapter(client) {
   };
 }
 
+/**
+ * node-redis v5's Sentinel client (`createSentinel`): its commands go to the current
+ * primary, and it subscribes on a connection of its own that follows a promoted
+ * primary. It has no `duplicate()`: the store's subscriptions share that connection,
+ * with a listener of the store's own, removed by `close()`.
+ */
+function nodeRedisSentinelAdapter(client) {
+  const adapter = nodeRedisAdapter(client);
+  return {
+    ...adapter,
+    kind: 'node-redis-sentinel',
+    isCluster: false,
+    waitReplicas: (key, replicas, timeoutMs) => client.sendCommand(false, ['WAIT', String(replicas), String(timeoutMs)]),
+    canSubscribe: true,
+    openSubscriber(onMessage) {
+      const listener = (message, channel) => onMessage(String(channel), String(message));
+      const mine = new Set();
+      return {
+        async subscribe(channels) {
+          await client.subscribe(channels, listener);
+          for (const c of channels) mine.add(c);
+        },
+        async unsubscribe(channels) {
+          for (const c of channels) mine.delete(c);
+          await client.unsubscribe(channels, listener);
+        },
+        isDead: () => client.isOpen === false,
+        // The connection is the caller's: it lives as long as the client does.
+        keepAlive: noop,
+        async close() {
+          const channels = [...mine];
+          mine.clear();
+          if (channels.length > 0 && client.isOpen !== false) await client.unsubscribe(channels, listener).catch(noop);
+        },
+      };
+    },
+  };
+}
+
+function isNodeRedisSentinel(client) {
+  return typeof client.getSentinelNode === 'function' && typeof client.getMasterNode === 'function';
+}
+
 function adapterFor(client) {
   if (client == null || (typeof client !== 'object' && typeof client !== 'function')) return undefined;
+  if (typeof client.evalSha === 'function' && typeof client.eval === 'function' && isNodeRedisSentinel(client)) {
+    return nodeRedisSentinelAdapter(client);
+  }
   // node-redis spells it evalSha, ioredis evalsha; neither has the other's.
   if (typeof client.evalSha === 'function' && typeof client.eval === 'function') return nodeRedisAdapter(client);
   if (typeof client.evalsha === 'function' && typeof client.eval === 'function') return ioredisAdapter(client);

@@ -54,6 +54,7 @@ const { ReleaseListeners } = require('./release-listeners.cjs');
 const { describe, checkOptionNames, carriedToken } = require('./describe.cjs');
 const { adapterFor, isNoScript, noop } = require('./redis-adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./redis-scripts.cjs');
+const { replicaSettings, awaitReplicas, within } = require('./redis-replicas.cjs');
 
 /** Queued owners a store remembers before it forgets those silent for FORGET_QUEUED_MS. */
 const MAX_QUEUED = 4096;
@@ -204,15 +205,17 @@ class RedisLockStore {
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
+  // `minReplicas` and `replicaTimeout` (lib/redis-replicas.cjs), or undefined.
+  #replicas;
 
   /**
-   * @param {{ client: object, prefix?: string }} options
+   * @param {{ client: object, prefix?: string, handOffAfter?: number, minReplicas?: number, replicaTimeout?: number }} options
    */
   constructor(options) {
     if (options == null || typeof options !== 'object') {
       throw new TypeError(`options must be an object with a client, got ${describe(options)}`);
     }
-    checkOptionNames(options, ['client', 'prefix', 'handOffAfter'], 'RedisLockStore');
+    checkOptionNames(options, ['client', 'prefix', 'handOffAfter', 'minReplicas', 'replicaTimeout'], 'RedisLockStore');
     const { client, prefix = 'lock', handOffAfter = DEFAULT_HAND_OFF_MS } = options;
     const redis = adapterFor(client);
     if (redis === undefined) {
@@ -227,6 +230,7 @@ class RedisLockStore {
     if (typeof handOffAfter !== 'number' || !Number.isSafeInteger(handOffAfter) || handOffAfter < 0) {
       throw new RangeError(`handOffAfter must be a non-negative integer number of milliseconds, got ${describe(handOffAfter)}`);
     }
+    this.#replicas = replicaSettings(options);
     this.#redis = redis;
     this.#prefix = prefix;
     this.#handOffMs = String(handOffAfter);
@@ -306,7 +310,7 @@ class RedisLockStore {
     // Options come from an engine on a store that grants on release: it is told of a
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
-    const queue = queueOption(options) && this.#grantsListening && !this.#closed;
+    const queue = queueOption(options) && this.#grantsListening && !this.#closed && this.#replicas === undefined;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#wakes.size > 0 || this.#releasedAtOnce.size > 0) {
@@ -333,9 +337,25 @@ class RedisLockStore {
       return undefined;
     }
     const fencingToken = toToken(reply);
+    if (this.#replicas !== undefined) await this.#acknowledgedGrant(key, owner);
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#forgetQueued(owner) !== undefined) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
+  }
+
+  /**
+   * `minReplicas` replicas hold the lease just granted to `owner`; if they do not in
+   * time (or WAIT fails), the lease is released again, bounded by `replicaTimeout` (the
+   * primary may be gone: the lease then went with it, or expires), and the error thrown.
+   */
+  async #acknowledgedGrant(key, owner) {
+    try {
+      await awaitReplicas(this.#redis, this.#leaseKey(key), this.#replicas, `the lease on ${describe(key)}`);
+    } catch (err) {
+      const undo = this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, true)).catch(noop);
+      await within(undo, this.#replicas.timeoutMs);
+      throw err;
+    }
   }
 
   /**
@@ -373,9 +393,17 @@ class RedisLockStore {
     checkString('owner', owner);
     checkTtl(ttlMs);
     const carried = carriedToken(options);
-    if (carried === undefined) return toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
-    const keys = this.#keys(key);
-    return toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
+    let renewed;
+    if (carried === undefined) renewed = toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
+    else {
+      const keys = this.#keys(key);
+      renewed = toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
+    }
+    // A renewal the replicas do not hold is a failure (retried while the lease lasts).
+    if (this.#replicas !== undefined && (renewed || carried !== undefined)) {
+      await awaitReplicas(this.#redis, this.#leaseKey(key), this.#replicas, `the renewal of ${describe(key)}`);
+    }
+    return renewed;
   }
 
   /**
@@ -405,6 +433,10 @@ class RedisLockStore {
     const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
     const args = this.#releaseArgs(owner, atOnce);
     const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
+    // The token floor the release raised must outlive a failover too.
+    if (this.#replicas !== undefined && carried !== undefined) {
+      await awaitReplicas(this.#redis, lease, this.#replicas, `the token floor of ${describe(key)}`);
+    }
     if (atOnce) {
       this.#rememberLeft(lease); // still a key this store lets go
       this.#watchRetake(lease);
@@ -491,10 +523,13 @@ class RedisLockStore {
   /**
    * True: waiters queued through this store (`acquire(..., { queue: true })`) are
    * handed the lease by the holder's release, and told through `subscribe`. False
-   * once closed, or when the client cannot open a subscriber connection.
+   * once closed, with `minReplicas`, or when the client cannot open a subscriber
+   * connection.
    */
   get grantsOnRelease() {
-    return !this.#closed && this.#redis.canSubscribe;
+    // With minReplicas a grant must be acknowledged by the connection that wrote it,
+    // which a release's grant to another process cannot be: waiters are woken instead.
+    return !this.#closed && this.#redis.canSubscribe && this.#replicas === undefined;
   }
 
   /** Whether a live lease exists on `key` (advisory). */

@@ -1,0 +1,77 @@
+'use strict';
+/**
+ * Replica acknowledgement for `RedisLockStore` (`minReplicas`, `replicaTimeout`): after
+ * a write that a failover must not lose (a grant, a renewal, a raised token floor) the
+ * store sends `WAIT minReplicas replicaTimeout` on the connection that wrote it, and
+ * counts the write as done only when that many replicas hold it. Redis replicates
+ * asynchronously: without this, a lease granted on a primary that dies before its
+ * replicas copy it is free again on the promoted replica.
+ *
+ * What must hold
+ * - WAIT counts the replication offset of the calling connection's last write, so it
+ *   goes to the node that ran the script, on the same connection: ioredis sends it in a
+ *   pipeline keyed by the lease (a Cluster routes it to the key's master), node-redis
+ *   through the key's master (cluster) or the client's own connection.
+ * - Too few replicas in time is a store failure (an Error; the engine reports a
+ *   LockStoreError), never `false`: the write did happen on the primary. The store
+ *   undoes an acquire that failed this way, so that no key is left held by nobody.
+ * - WAIT blocks its connection until it answers: every command queued behind it on that
+ *   client waits too, at most `replicaTimeout`.
+ */
+
+const { describe } = require('./describe.cjs');
+
+const DEFAULT_REPLICA_TIMEOUT_MS = 1000;
+
+/** `{ minReplicas, replicaTimeout }` checked; undefined when no acknowledgement is asked. */
+function replicaSettings(options) {
+  const { minReplicas = 0, replicaTimeout } = options;
+  if (typeof minReplicas !== 'number' || !Number.isSafeInteger(minReplicas) || minReplicas < 0) {
+    throw new RangeError(`minReplicas must be a non-negative integer (replicas that must hold a write), got ${describe(minReplicas)}`);
+  }
+  if (replicaTimeout !== undefined && (typeof replicaTimeout !== 'number' || !Number.isSafeInteger(replicaTimeout) || replicaTimeout <= 0)) {
+    throw new RangeError(
+      `replicaTimeout must be a positive integer number of milliseconds (WAIT 0 would block forever), got ${describe(replicaTimeout)}`,
+    );
+  }
+  if (minReplicas === 0) {
+    if (replicaTimeout !== undefined) throw new TypeError('replicaTimeout is only used with minReplicas: give minReplicas (1 or more) too');
+    return undefined;
+  }
+  return { minReplicas, timeoutMs: replicaTimeout ?? DEFAULT_REPLICA_TIMEOUT_MS };
+}
+
+/** A write that too few replicas acknowledged in time. */
+class ReplicaAcknowledgementError extends Error {
+  constructor(what, acked, settings) {
+    super(
+      `RedisLockStore: ${what} reached ${acked} of the ${settings.minReplicas} replicas asked for (minReplicas) ` +
+        `within ${settings.timeoutMs} ms (replicaTimeout)`,
+    );
+    this.name = 'ReplicaAcknowledgementError';
+    this.code = 'REPLICAS_NOT_ACKNOWLEDGED';
+    this.acknowledged = acked;
+  }
+}
+
+/**
+ * Waits until `settings.minReplicas` replicas hold the last write made on `lease`'s
+ * connection; throws a ReplicaAcknowledgementError naming `what` when they do not in
+ * time.
+ */
+async function awaitReplicas(redis, lease, settings, what) {
+  const acked = Number(await redis.waitReplicas(lease, settings.minReplicas, settings.timeoutMs));
+  if (!(acked >= settings.minReplicas)) throw new ReplicaAcknowledgementError(what, acked, settings);
+}
+
+/** Resolves `promise`, or undefined after `ms` (for clean-ups that must not hang a caller). */
+function within(promise, ms) {
+  let timer;
+  const bound = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
+}
+
+module.exports = { replicaSettings, awaitReplicas, ReplicaAcknowledgementError, within };
