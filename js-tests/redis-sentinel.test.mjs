@@ -44,7 +44,7 @@ for (const kind of ['ioredis', 'node-redis']) {
         assert.ok(run.holds.some((h) => h.token > r.token && h.start < r.at), `a refused write had no later holder: ${JSON.stringify(r)}`);
       }
       assert.ok(run.resumedMs <= run.failoverMs + TTL + SLACK_MS, `locking resumed ${Math.round(run.resumedMs)} ms after the kill; failover took ${Math.round(run.failoverMs)} ms`);
-      console.log(`# ${kind} through Sentinel: failover ${Math.round(run.failoverMs)} ms, locking resumed ${Math.round(run.resumedMs)} ms after the kill, ${run.holds.length} holds, ${run.resource.rejected.length} stale writes refused`);
+      console.log(`# ${kind} through Sentinel: failover ${Math.round(run.failoverMs)} ms, locking resumed ${Math.round(run.resumedMs)} ms after the kill, ${run.holds.length} holds, ${run.resource.rejected.length} stale writes refused, holder ${JSON.stringify(run.results[0])}`);
     });
   });
 }

@@ -8,6 +8,8 @@
  * (`client.duplicate()`) that keeps the process alive only when told to.
  */
 
+const { followFailovers } = require('./node-redis-failover.cjs');
+
 function noop() {}
 
 function isNoScript(err) {
@@ -105,6 +107,7 @@ function ioredisAdapter(client) {
 const CONNECTING_CLOSE_MS = 2_000;
 
 function nodeRedisAdapter(client) {
+  if (typeof client.getMasters === 'function') followFailovers(client);
   return {
     kind: 'node-redis',
     isCluster: typeof client.getMasters === 'function',
@@ -124,6 +127,7 @@ function nodeRedisAdapter(client) {
     onEnd: (fn) => watchEnd(client, ['end', 'disconnect'], fn),
     openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
+      if (typeof dup.getMasters === 'function') followFailovers(dup);
       // A client's socket may be unref'd (before it exists, too); a cluster's sockets
       // are its own: it closes with the caller's client instead.
       const keepAlive = (on) => {

@@ -84,7 +84,10 @@ export async function runFailover(settings, kill, { ttl = 1500, boundMs = 90_000
     const killedAt = performance.now();
     const { promotedAt } = await kill();
     const results = await within(boundMs, 'every worker done', Promise.all(all.map((w) => w.result)));
-    const exits = await within(20_000, 'every worker exited on its own', Promise.all(all.map((w) => w.exited)));
+    const exits = await within(20_000, 'every worker exited on its own', Promise.all(all.map((w) => w.exited))).catch((err) => {
+      const alive = all.filter((w) => w.child.exitCode === null && w.child.signalCode === null).length;
+      throw new Error(`${err.message} (${alive} still running)\n${all.map((w) => w.stderr()).join('\n')}`);
+    });
     const holds = [...resource.holds.values()].sort((a, b) => a.start - b.start);
     const after = holds.find((h) => h.start > killedAt);
     return {

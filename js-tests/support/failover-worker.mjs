@@ -59,7 +59,10 @@ async function connect() {
     });
     client.on('error', noop);
     await client.connect();
-    return { client, close: () => client.destroy() };
+    // node-redis 5.12 leaves a node's connection open when the cluster is destroyed
+    // while it connects (here: the promoted replica, found by a rediscovery): wait.
+    const connecting = () => client.masters.map((m) => m.connectPromise).filter(Boolean);
+    return { client, close: () => Promise.allSettled(connecting()).then(() => client.destroy()) };
   }
   throw new Error(`unknown client ${kind} on ${topology}`);
 }
