@@ -1,6 +1,6 @@
 'use strict';
 // The protocol between the engine and its JavaScript host, defined once (the Rust side
-// is core/src/host.rs): the status word every mutating engine call returns, the option
+// is core/src/host/mod.rs): the status word every mutating engine call returns, the option
 // bits of `start`, the store kinds, and the flat effect records of `takeEffects`. Every
 // other file reads these by name. core/tests/protocol.rs compares each `const NAME = n;`
 // line below with the Rust constant of the same meaning: keep them one literal a line.

@@ -15,7 +15,7 @@
 //                word, no effect) + layerOwner(exec, 0), answerAcquire (direct: RUNNING
 //                in the status word), finish (the release's request in the status word:
 //                the host kept the acquire's key and owner), answerRelease (direct:
-//                SETTLED_VALUE in the status word); none takes an effect
+//                ANSWERED_VALUE in the status word); none takes an effect
 // Status words and effects are decoded by lib/protocol.cjs, as the host decodes them,
 // and every one is checked, so a change of the binding API fails loudly instead of
 // measuring something else. Each engine runs
@@ -243,7 +243,7 @@ const names = {
   ownerAcquire: '  layerOwner(exec, 0)',
   answerAcquire: '  answerAcquire (-> RUNNING)',
   finishJs: '  finish (-> STORE_CALL)',
-  answerRelease: '  answerRelease (-> SETTLED_VALUE)',
+  answerRelease: '  answerRelease (-> ANSWERED_VALUE)',
 };
 const keys = Object.keys(names);
 const jsKeys = keys.slice(keys.indexOf('startJs'));

@@ -45,7 +45,7 @@ fn code_of(error: JsValue) -> String {
 fn start_and_finish_on_the_memory_store_are_synchronous() {
     let mut engine = fake_engine();
     let (first, token) = started(engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
-    assert_eq!(first & 0x0f, status::RUNNING);
+    assert_eq!(first & 0x0f, status::STARTED_RUNNING);
     assert_eq!(engine.token(1), Some(token as f64), "start returns the token it granted");
     assert_eq!(engine.mem_size(0).unwrap(), 1);
 
@@ -60,14 +60,14 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
     assert_eq!(strings[settled[7] as usize + 1], "k", "the key");
 
     let finished = engine.finish(1, true, true).unwrap();
-    assert_eq!(finished, f64::from(status::SETTLED_VALUE), "no waiter: no handoff");
+    assert_eq!(finished, f64::from(status::FINISHED_VALUE), "no waiter: no handoff");
     assert_eq!(engine.token(1), None);
     assert_eq!(engine.mem_size(0).unwrap(), 0);
     assert_eq!(engine.live_executions(), 0);
 
     // Tokens only increase.
     let (third, next) = started(engine.start(3, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
-    assert_eq!(third & 0x0f, status::RUNNING);
+    assert_eq!(third & 0x0f, status::STARTED_RUNNING);
     assert!(next > token);
 }
 

@@ -249,7 +249,7 @@ macro_rules! binding_surface {
 
             /// The host timer fired.
             onTimer => fn on_timer(&mut self) -> [u32] {
-                self.inner.on_host_timer();
+                self.inner.on_timer();
                 self.flags()
             }
 

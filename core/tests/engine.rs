@@ -91,16 +91,16 @@ fn a_memory_handoff_is_handed_back_by_finish_without_effects() {
     assert_eq!(e.start(3, vec![lock(MEM, "k", 30_000, None)], ExecOptions::default()).unwrap(), Start::Pending);
     drain(&mut e);
     let word = finish_call(&mut e, 1, true, true, &mut arm_at).unwrap();
-    assert_eq!(word, f64::from(status::SETTLED_VALUE | status::HANDOFF) + 256.0 * 2.0);
+    assert_eq!(word, f64::from(status::FINISHED_VALUE | status::FINISHED_HANDOFF) + 256.0 * 2.0);
     assert!(!e.has_effects(), "the run effect was handed back");
     assert_eq!(e.token(2), Some(2));
     // Without `handoff` the run stays an effect.
     assert_eq!(
         finish_call(&mut e, 2, true, false, &mut arm_at).unwrap(),
-        f64::from(status::SETTLED_VALUE | status::EFFECTS)
+        f64::from(status::FINISHED_VALUE | status::EFFECTS)
     );
     assert!(ran(&drain(&mut e), 3));
-    assert_eq!(finish_call(&mut e, 3, true, true, &mut arm_at).unwrap(), f64::from(status::SETTLED_VALUE));
+    assert_eq!(finish_call(&mut e, 3, true, true, &mut arm_at).unwrap(), f64::from(status::FINISHED_VALUE));
 }
 
 #[test]
@@ -925,7 +925,7 @@ fn a_real_clock_engine_asks_the_host_for_one_timer_and_lets_it_go_when_idle() {
     drain(&mut e);
     assert_eq!(e.host_timer(), HostTimer::Arm { at: 1_000, keep_alive: true }, "renewal at ttl/3");
     time.set(1_000);
-    e.on_host_timer();
+    e.on_timer();
     let renew = only_call(&mut e, StoreMethod::Renew);
     assert_eq!(e.host_timer(), HostTimer::Arm { at: 3_000, keep_alive: true }, "the renewal is bounded by the lease");
     e.answer(renew.request, Answer::Renewed(true));
@@ -951,7 +951,7 @@ fn memory_renewals_and_unrenewed_expiries_never_keep_the_process_alive_waiters_d
     drain(&mut e);
     assert_eq!(e.host_timer(), HostTimer::Unref, "the waiter left");
     time.set(1_000);
-    e.on_host_timer();
+    e.on_timer();
     assert_eq!(e.host_timer(), HostTimer::Arm { at: 2_000, keep_alive: false }, "renewed, still not held for");
     e.finish(1, true).unwrap();
     assert_eq!(e.host_timer(), HostTimer::Keep, "already unref'd");
@@ -1380,13 +1380,13 @@ mod answers {
     fn running(e: &mut Engine, exec: u32, key: &str, options: ExecOptions, token: u64) -> Call {
         e.start(exec, vec![lock(EXT, key, 30_000, None)], options).unwrap();
         let acquire = only_call(e, StoreMethod::Acquire);
-        assert_eq!(acquired(e, acquire.request, Some(token)), status::RUNNING);
+        assert_eq!(acquired(e, acquire.request, Some(token)), status::ANSWERED_RUNNING);
         acquire
     }
 
     #[test]
     fn an_uncontended_execution_runs_and_settles_from_status_words_alone() {
-        for (ok, settled_as) in [(true, status::SETTLED_VALUE), (false, status::SETTLED_CALLBACK_ERROR)] {
+        for (ok, settled_as) in [(true, status::ANSWERED_VALUE), (false, status::ANSWERED_CALLBACK_ERROR)] {
             let mut e = engine();
             let acquire = running(&mut e, 1, "k", ExecOptions::default(), BIG_TOKEN);
             assert!(!e.has_effects(), "the run was handed back");
@@ -1408,7 +1408,7 @@ mod answers {
         running(&mut e, 1, "k", MANUAL, 3);
         assert_eq!(e.finish(1, true).unwrap(), Finish::Pending);
         let release = only_call(&mut e, StoreMethod::Release);
-        assert_eq!(released(&mut e, release.request, Some(false)), status::SETTLED_NOT_HELD);
+        assert_eq!(released(&mut e, release.request, Some(false)), status::ANSWERED_NOT_HELD);
         assert!(!e.has_effects());
     }
 
@@ -1531,14 +1531,14 @@ mod answers {
         let outer = only_call(&mut e, StoreMethod::Acquire);
         assert_eq!(acquired(&mut e, outer.request, Some(10)), status::EFFECTS);
         let inner = only_call(&mut e, StoreMethod::Acquire);
-        assert_eq!(acquired(&mut e, inner.request, Some(20)), status::RUNNING);
+        assert_eq!(acquired(&mut e, inner.request, Some(20)), status::ANSWERED_RUNNING);
         assert_eq!(e.token(1), Some(20));
         e.finish(1, true).unwrap();
         let release_inner = only_call(&mut e, StoreMethod::Release);
         assert_eq!(released(&mut e, release_inner.request, None), status::EFFECTS, "the outer release follows");
         let release_outer = only_call(&mut e, StoreMethod::Release);
         assert_eq!(release_outer.owner, outer.owner);
-        assert_eq!(released(&mut e, release_outer.request, None), status::SETTLED_VALUE);
+        assert_eq!(released(&mut e, release_outer.request, None), status::ANSWERED_VALUE);
         assert_eq!(e.live_executions(), 0);
     }
 
@@ -1600,15 +1600,15 @@ mod store_calls {
     fn an_uncontended_execution_on_a_js_store_takes_no_effect_at_all() {
         let mut e = engine();
         let (code, acquire) = start(&mut e, 1, vec![lock(EXT, "k", 30_000, None)], DIRECT);
-        assert_eq!(code, status::STORE_CALL);
+        assert_eq!(code, status::STARTED_STORE_CALL);
         assert!(!e.has_effects(), "the acquire was handed back, not left as an effect");
         assert!(e.layer_owner(1, 0).is_some());
-        assert_eq!(answer_call(&mut e, acquire, Answer::Acquired(Some(9)), true, &mut 0.0), status::RUNNING);
+        assert_eq!(answer_call(&mut e, acquire, Answer::Acquired(Some(9)), true, &mut 0.0), status::ANSWERED_RUNNING);
         let (code, release) = split_word(finish_call(&mut e, 1, true, true, &mut 0.0).unwrap());
-        assert_eq!(code, status::STORE_CALL);
+        assert_eq!(code, status::FINISHED_STORE_CALL);
         assert_ne!(release, acquire);
         assert!(!e.has_effects(), "the release was handed back");
-        assert_eq!(answer_call(&mut e, release, Answer::Released(Some(true)), true, &mut 0.0), status::SETTLED_VALUE);
+        assert_eq!(answer_call(&mut e, release, Answer::Released(Some(true)), true, &mut 0.0), status::ANSWERED_VALUE);
         assert_eq!(e.live_executions(), 0);
         assert_eq!(e.open_requests(), 0);
     }
@@ -1617,9 +1617,9 @@ mod store_calls {
     fn an_acquire_that_will_wait_on_a_granting_store_asks_to_queue() {
         let mut e = engine();
         let (code, _) = start(&mut e, 1, vec![lock(GRANTING, "k", 30_000, Some(1_000))], DIRECT);
-        assert_eq!(code, status::STORE_CALL_QUEUED);
+        assert_eq!(code, status::STARTED_STORE_CALL_QUEUED);
         let (code, _) = start(&mut e, 2, vec![lock(GRANTING, "j", 30_000, Some(0))], DIRECT);
-        assert_eq!(code, status::STORE_CALL, "a fail-fast try does not queue");
+        assert_eq!(code, status::STARTED_STORE_CALL, "a fail-fast try does not queue");
     }
 
     #[test]
@@ -1641,7 +1641,7 @@ mod store_calls {
         // Two locks: the outer one's acquire comes first and alone; the inner one's
         // release comes first at the end, and stays an effect.
         let (code, outer) = start(&mut e, 1, vec![lock(EXT, "a", 30_000, None), lock(EXT, "b", 30_000, None)], DIRECT);
-        assert_eq!(code, status::STORE_CALL);
+        assert_eq!(code, status::STARTED_STORE_CALL);
         e.answer(outer, Answer::Acquired(Some(1)));
         let inner = only_call(&mut e, StoreMethod::Acquire);
         e.answer(inner.request, Answer::Acquired(Some(2)));
@@ -1662,7 +1662,7 @@ mod store_calls {
     fn a_memory_lock_still_runs_with_its_token_above_the_status() {
         let mut e = engine();
         let (code, token) = start(&mut e, 1, vec![lock(MEM, "k", 30_000, None)], DIRECT);
-        assert_eq!((code, token), (status::RUNNING, 1));
+        assert_eq!((code, token), (status::STARTED_RUNNING, 1));
         assert!(!e.has_effects());
     }
 }
@@ -1838,7 +1838,7 @@ fn a_newcomer_does_not_overtake_a_waiter_when_a_lease_lapses() {
     assert_eq!(e.start(2, vec![lock(MEM, "k", 1_000, None)], ExecOptions::default()).unwrap(), Start::Pending);
     time.set(1_005);
     let newcomer = e.start(3, vec![lock(MEM, "k", 1_000, Some(0))], ExecOptions::default()).unwrap();
-    e.on_host_timer();
+    e.on_timer();
     let effects = drain(&mut e);
     assert!(
         !matches!(newcomer, Start::Running { .. }) && ran(&effects, 2),

@@ -1,4 +1,4 @@
-//! The engine↔host protocol is defined twice, in core/src/host.rs and in
+//! The engine↔host protocol is defined twice, in core/src/host/mod.rs and in
 //! lib/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
 //! two disagree, or when either gains a constant the other lacks.
 
@@ -16,19 +16,19 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
         ("STATUS_TIMER_ARM", u(status::TIMER_ARM)),
         ("STATUS_RESULT_BITS", u(status::RESULT_BITS)),
         ("STATUS_PAYLOAD_UNIT", status::PAYLOAD_UNIT),
-        ("STARTED_RUNNING", u(status::RUNNING)),
-        ("STARTED_STORE_CALL", u(status::STORE_CALL)),
-        ("STARTED_STORE_CALL_QUEUED", u(status::STORE_CALL_QUEUED)),
-        ("FINISHED_VALUE", u(status::SETTLED_VALUE)),
-        ("FINISHED_CALLBACK_ERROR", u(status::SETTLED_CALLBACK_ERROR)),
-        ("FINISHED_LOST", u(status::SETTLED_LOST)),
-        ("FINISHED_NOT_HELD", u(status::SETTLED_NOT_HELD)),
-        ("FINISHED_HANDOFF", u(status::HANDOFF)),
-        ("FINISHED_STORE_CALL", u(status::STORE_CALL)),
-        ("ANSWERED_RUNNING", u(status::RUNNING)),
-        ("ANSWERED_VALUE", u(status::SETTLED_VALUE)),
-        ("ANSWERED_CALLBACK_ERROR", u(status::SETTLED_CALLBACK_ERROR)),
-        ("ANSWERED_NOT_HELD", u(status::SETTLED_NOT_HELD)),
+        ("STARTED_RUNNING", u(status::STARTED_RUNNING)),
+        ("STARTED_STORE_CALL", u(status::STARTED_STORE_CALL)),
+        ("STARTED_STORE_CALL_QUEUED", u(status::STARTED_STORE_CALL_QUEUED)),
+        ("FINISHED_VALUE", u(status::FINISHED_VALUE)),
+        ("FINISHED_CALLBACK_ERROR", u(status::FINISHED_CALLBACK_ERROR)),
+        ("FINISHED_LOST", u(status::FINISHED_LOST)),
+        ("FINISHED_NOT_HELD", u(status::FINISHED_NOT_HELD)),
+        ("FINISHED_HANDOFF", u(status::FINISHED_HANDOFF)),
+        ("FINISHED_STORE_CALL", u(status::FINISHED_STORE_CALL)),
+        ("ANSWERED_RUNNING", u(status::ANSWERED_RUNNING)),
+        ("ANSWERED_VALUE", u(status::ANSWERED_VALUE)),
+        ("ANSWERED_CALLBACK_ERROR", u(status::ANSWERED_CALLBACK_ERROR)),
+        ("ANSWERED_NOT_HELD", u(status::ANSWERED_NOT_HELD)),
         ("GRANT_CLAIMED", u(status::GRANT_CLAIMED)),
         ("EXTENDED", u(status::EXTENDED)),
         ("NOT_EXTENDED", u(status::NOT_EXTENDED)),
@@ -126,9 +126,14 @@ fn js_and_rust_define_the_same_protocol() {
 
 #[test]
 fn status_results_fit_below_the_host_bits() {
-    for code in [status::RUNNING, status::STORE_CALL, status::STORE_CALL_QUEUED, status::SETTLED_NOT_HELD] {
+    for code in [
+        status::STARTED_RUNNING,
+        status::STARTED_STORE_CALL,
+        status::STARTED_STORE_CALL_QUEUED,
+        status::FINISHED_NOT_HELD,
+    ] {
         assert_eq!(code & status::HOST_BITS, 0, "result {code} overlaps the host bits");
     }
-    assert_eq!(status::HANDOFF & status::RESULT_BITS, status::HANDOFF);
+    assert_eq!(status::FINISHED_HANDOFF & status::RESULT_BITS, status::FINISHED_HANDOFF);
     assert_eq!(f64::from(status::HOST_BITS | status::RESULT_BITS) + 1.0, status::PAYLOAD_UNIT);
 }

@@ -1,13 +1,14 @@
 //! Acquiring a lock: a try of the store, and what its answer leads to.
 
-use super::state::{at, at_mut, layer_at, still_acquiring, Acquiring, Held, LayerState, Origin};
-use super::waiting::HeadLeft;
+use super::state::{
+    at, at_mut, exec_at, layer_at, still_acquiring, Acquiring, HeadLeft, Held, LayerState, Origin, Phase, TryResult,
+};
 use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
 use crate::memory_store::TryAcquire;
 use crate::polling::{renew_after, Backoff};
 use crate::text::text;
-use crate::types::{Event, Outcome, StoreRef};
+use crate::types::{Effect, Event, Outcome, StoreRef};
 use crate::Millis;
 
 impl Engine {
@@ -199,12 +200,15 @@ impl Engine {
         };
         self.arm(exec, layer, at);
     }
-}
 
-#[derive(Debug)]
-/// What a try of the store came to.
-pub(super) enum TryResult {
-    Granted(u64),
-    Held { until: Option<Millis> },
-    Failed(StoreFailure),
+    /// Lock `layer` of `exec` is held: the next lock is acquired, or the callback runs.
+    pub(super) fn held_all_up_to(&mut self, exec: u32, layer: u32) {
+        let count = exec_at(&self.execs, exec).layers.len() as u32;
+        if layer + 1 < count {
+            self.begin_layer(exec, layer + 1);
+        } else if let Some(e) = self.execs.get_mut(&exec) {
+            e.phase = Phase::Running;
+            self.effects.push_back(Effect::Run { exec });
+        }
+    }
 }

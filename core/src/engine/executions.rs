@@ -1,7 +1,7 @@
 //! Executions as the host drives them: start, finish, cancel, store answers, queries.
 
-use super::acquire::TryResult;
 use super::handoff::is_parked;
+use super::state::TryResult;
 use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};

@@ -18,8 +18,9 @@
 //! - While an execution here holds the key, a new waiter for it waits here, without a
 //!   store call; once the lease goes back to the store, the first waiter here asks.
 
-use super::state::{current_layer, exec_at, layer_at, take_acquiring, Exec, Grant, Held, Layer, LayerState, Phase};
-use super::waiting::HeadLeft;
+use super::state::{
+    current_layer, exec_at, layer_at, take_acquiring, Exec, Grant, HeadLeft, Held, Layer, LayerState, Phase,
+};
 use super::Engine;
 use crate::polling::Backoff;
 use crate::types::{Effect, Event, ExecOptions, Outcome, StoreRef, Wake};
@@ -255,17 +256,6 @@ impl Engine {
             if !self.execs.contains_key(&self.next_parked) {
                 return self.next_parked;
             }
-        }
-    }
-
-    /// Lock `layer` of `exec` is held: the next lock is acquired, or the callback runs.
-    pub(super) fn held_all_up_to(&mut self, exec: u32, layer: u32) {
-        let count = exec_at(&self.execs, exec).layers.len() as u32;
-        if layer + 1 < count {
-            self.begin_layer(exec, layer + 1);
-        } else if let Some(e) = self.execs.get_mut(&exec) {
-            e.phase = Phase::Running;
-            self.effects.push_back(Effect::Run { exec });
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Winding an execution down: leaving its queue, releasing leases, settling.
 
 use super::handoff::is_parked;
+use super::state::HeadLeft;
 use super::state::{
     at, at_mut, is_live, layer_at, take_acquiring, unreleasable, Layer, LayerState, Origin, Phase, Request,
 };
-use super::waiting::HeadLeft;
 use super::Engine;
 use super::{MAX_ABANDONED_ACQUIRES, MAX_SPARE};
 use crate::error::{LockError, StoreFailure, StoreMethod};

@@ -1,6 +1,6 @@
 //! Time: the engine's timers, the host's one timer, and a fake clock's advance.
 
-use super::acquire::TryResult;
+use super::state::TryResult;
 use super::state::{is_live, keeps_alive, LayerState};
 use super::Engine;
 use super::MAX_FAKE_TIME;
@@ -25,14 +25,14 @@ impl Engine {
                 std::mem::take(&mut l.timer_keeps_alive)
             });
             self.timers.pop(true, kept_alive);
-            self.on_timer(target.exec, target.layer);
+            self.on_layer_timer(target.exec, target.layer);
         }
     }
 
     /// The host's timer fired, or the host knows it never will (it was armed through a
     /// `setTimeout` that is no longer the one in use): it is no longer armed. Runs what
     /// is due.
-    pub fn on_host_timer(&mut self) {
+    pub fn on_timer(&mut self) {
         self.host_armed = None;
         self.host_refed = false;
         self.run_due();
@@ -89,7 +89,7 @@ impl Engine {
         self.next_live_timer().map(|(at, _)| at)
     }
 
-    /// What a host with a single timer must do now so that [`Engine::on_host_timer`]
+    /// What a host with a single timer must do now so that [`Engine::on_timer`]
     /// is called no later than the earliest deadline, and so that the timer keeps the
     /// process alive only while some engine timer that keeps it alive is live: one that
     /// something observable waits on (a waiter's try or deadline, the answer of a JS
@@ -138,7 +138,7 @@ impl Engine {
     }
 
     /// Lock `layer` of `exec`'s timer is due: does what is due.
-    pub(super) fn on_timer(&mut self, exec: u32, layer: u32) {
+    pub(super) fn on_layer_timer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let ttl = l.spec.ttl;

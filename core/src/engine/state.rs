@@ -1,6 +1,6 @@
 //! What the engine keeps per execution and per lock while it runs.
 
-use crate::error::StoreMethod;
+use crate::error::{StoreFailure, StoreMethod};
 use crate::fast_hash::IdMap;
 use crate::polling::Backoff;
 use crate::timers::TimerTarget;
@@ -225,4 +225,19 @@ pub(super) fn take_acquiring(l: &mut Layer) -> Acquiring {
 /// A release was asked of a lock that holds nothing to release.
 pub(super) fn unreleasable() -> ! {
     unreachable!("only releasable layers are released")
+}
+
+#[derive(Debug)]
+/// What a try of the store came to.
+pub(super) enum TryResult {
+    Granted(u64),
+    Held { until: Option<Millis> },
+    Failed(StoreFailure),
+}
+
+#[derive(Debug, Clone, Copy)]
+/// Why the first waiter of a key left its queue.
+pub(super) enum HeadLeft {
+    Acquired,
+    GaveUp,
 }

@@ -1,7 +1,6 @@
 //! Waiting for a held key: the queues in arrival order, and who tries when.
 
-use super::acquire::TryResult;
-use super::state::{at, current_layer, Layer, LayerState};
+use super::state::{at, current_layer, HeadLeft, Layer, LayerState, TryResult};
 use super::Engine;
 use crate::types::{Effect, StoreRef, Wake};
 use crate::waiters::HeadChange;
@@ -191,11 +190,4 @@ impl Engine {
         }
         self.trying_heads = false;
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-/// Why the first waiter of a key left its queue.
-pub(super) enum HeadLeft {
-    Acquired,
-    GaveUp,
 }
