@@ -53,9 +53,11 @@ function ioredisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
-    // A pipeline keyed by the lease: a Cluster sends it to the key's master, on the
-    // connection that ran the script, which is what WAIT counts (lib/redis-replicas.cjs).
+    // On the connection that ran the script, which is what WAIT counts
+    // (lib/redis-replicas.cjs): a Cluster's, in a pipeline keyed by the lease, which it
+    // sends to the key's master.
     async waitReplicas(key, replicas, timeoutMs) {
+      if (client.isCluster !== true) return client.wait(replicas, timeoutMs);
       const replies = await client.pipeline().pttl(key).wait(replicas, timeoutMs).exec();
       const [err, acked] = replies[1];
       if (err) throw err;

@@ -205,8 +205,11 @@ class RedisLockStore {
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
-  // `minReplicas` and `replicaTimeout` (lib/redis-replicas.cjs), or undefined.
+  // `minReplicas` and `replicaTimeout` (lib/redis-replicas.cjs), or undefined; and,
+  // with them, the token each live lease of this store was granted with: owner ->
+  // token (a release carrying no larger token raised no floor, and waits for nothing).
   #replicas;
+  #grantedTokens = new Map();
 
   /**
    * @param {{ client: object, prefix?: string, handOffAfter?: number, minReplicas?: number, replicaTimeout?: number }} options
@@ -337,7 +340,12 @@ class RedisLockStore {
       return undefined;
     }
     const fencingToken = toToken(reply);
-    if (this.#replicas !== undefined) await this.#acknowledgedGrant(key, owner);
+    if (this.#replicas !== undefined) {
+      await this.#acknowledgedGrant(key, owner);
+      this.#grantedTokens.set(owner, fencingToken);
+      // Leases never released (their process lost them) are forgotten, oldest first.
+      if (this.#grantedTokens.size > MAX_QUEUED) this.#grantedTokens.delete(this.#grantedTokens.keys().next().value);
+    }
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#forgetQueued(owner) !== undefined) this.#remember(this.#answered, owner, { fencingToken, sentAt });
     return { fencingToken };
@@ -433,9 +441,14 @@ class RedisLockStore {
     const atOnce = this.#leftLeases.size > 0 && this.#leftLeases.has(lease);
     const args = this.#releaseArgs(owner, atOnce);
     const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
-    // The token floor the release raised must outlive a failover too.
-    if (this.#replicas !== undefined && carried !== undefined) {
-      await awaitReplicas(this.#redis, lease, this.#replicas, `the token floor of ${describe(key)}`);
+    // A token floor the release raised (a token handed over locally, above the grant's)
+    // must outlive a failover too.
+    if (this.#replicas !== undefined) {
+      const granted = this.#grantedTokens.get(owner) ?? 0;
+      this.#grantedTokens.delete(owner);
+      if (carried !== undefined && Number(carried) > granted) {
+        await awaitReplicas(this.#redis, lease, this.#replicas, `the token floor of ${describe(key)}`);
+      }
     }
     if (atOnce) {
       this.#rememberLeft(lease); // still a key this store lets go
