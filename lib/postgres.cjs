@@ -58,7 +58,9 @@
  * one connection beyond the pool's `max` while anyone waits. With a single `Client` and
  * no `listenClient`, `subscribe` is a no-op and waiters poll (50 ms doubling to 1 s): a
  * connection that runs queries cannot also wait for notifications between them
- * without delaying them.
+ * without delaying them. With `transactionPooling` (the client goes through PgBouncer
+ * in transaction mode, where a LISTEN ends with its transaction) only a `listenClient`
+ * is listened on; without one waiters poll and the store warns once (docs/failover.md).
  */
 
 const { createHash } = require('node:crypto');

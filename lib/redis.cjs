@@ -17,6 +17,9 @@
  *   READONLY, WRONGTYPE, ...) rejects unchanged; nothing is turned into `false` or
  *   `undefined`.
  * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
+ * - `minReplicas`: grants, renewals and raised token floors count only once that many
+ *   replicas hold them (WAIT, lib/redis-replicas.cjs); grants on release are off then.
+ *   Failover, Sentinel and Cluster replicas: docs/failover.md.
  *
  * - Grant on release: an `acquire` that asks to be queued (`{ queue: true }`, as the
  *   engine does) and finds the key held puts its owner at the end of the key's queue.
