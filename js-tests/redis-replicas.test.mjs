@@ -9,9 +9,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Redis from 'ioredis';
+import { createSentinel } from 'redis';
 import { RedisLockStore } from 'leasehold/redis';
-import { acquireLock, LockStoreError } from './support/leasehold.mjs';
-import { startRedisServer } from './support/redis.mjs';
+import { acquireLock, FakeTimeProvider, LockStoreError, ResiliencePipelineBuilder } from './support/leasehold.mjs';
+import { within } from './support/async.mjs';
+import { call, startRedisServer, waitFor } from './support/redis.mjs';
 import { connectIoredis, connectNodeRedis } from './support/redis-clients.mjs';
 import { startSentinelGroup } from './support/redis-failover.mjs';
 
@@ -71,15 +73,24 @@ describe('leases across a Sentinel failover', { timeout: 120_000 }, () => {
   let client;
   let store;
   let acked;
+  let sentinel; // node-redis's Sentinel client
+  let woken; // a store per client whose subscriber is opened before the failovers
   before(async () => {
     group = await startSentinelGroup();
     client = new Redis({ sentinels: group.sentinels, name: group.name, retryStrategy: () => 100, sentinelRetryStrategy: () => 100 });
     client.on('error', noop);
     store = new RedisLockStore({ client });
     acked = new RedisLockStore({ client, minReplicas: 1, replicaTimeout: 500 });
+    sentinel = createSentinel({ name: group.name, sentinelRootNodes: group.sentinels, nodeClientOptions: { socket: { reconnectStrategy: () => 100 } } });
+    sentinel.on('error', noop);
+    await sentinel.connect();
+    woken = [new RedisLockStore({ client }), new RedisLockStore({ client: sentinel })];
+    for (const s of woken) s.subscribe('opens-the-subscriber', noop)();
   });
   after(async () => {
+    for (const s of woken ?? []) await s.close();
     client?.disconnect();
+    sentinel?.destroy();
     await group?.stop();
   });
 
@@ -117,5 +128,22 @@ describe('leases across a Sentinel failover', { timeout: 120_000 }, () => {
     assert.ok(second !== undefined, 'the promoted replica never saw the first lease: granted twice');
     assert.ok(second.fencingToken > lost.fencingToken, `token ${second.fencingToken} after ${lost.fencingToken}`);
     assert.equal(await store.renew('missed', 'first', 20_000), false, 'the first holder learns it at its next renewal');
+  });
+
+  test('after two failovers, waiters are woken through subscribers that followed the promoted primary (ioredis, node-redis)', async () => {
+    const primary = await group.primaryPort();
+    for (const [i, s] of woken.entries()) {
+      const key = `woken-${i}`;
+      // Fake time that never moves: the waiter never polls, only a message can wake it.
+      const pipeline = new ResiliencePipelineBuilder({ timeProvider: new FakeTimeProvider() }).addLock({ key, store: s, ttl: '30s', wait: '60s' }).build();
+      await s.acquire(key, 'holder', 30_000);
+      const waiter = pipeline.execute(() => 'ran');
+      await waitFor('the waiter to listen on the promoted primary', async () => {
+        const [, listening] = await call(primary, ['PUBSUB', 'NUMSUB', `lock:{${key}}:released`]);
+        return listening > 0;
+      }, { timeoutMs: 15_000 });
+      await s.release(key, 'holder');
+      assert.equal(await within(15_000, 'the waiter woken by the release', waiter), 'ran');
+    }
   });
 });
