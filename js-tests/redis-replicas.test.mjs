@@ -13,9 +13,9 @@ import { createSentinel } from 'redis';
 import { RedisLockStore } from 'leasehold/redis';
 import { acquireLock, FakeTimeProvider, LockStoreError, ResiliencePipelineBuilder } from './support/leasehold.mjs';
 import { within } from './support/async.mjs';
-import { call, startRedisServer, waitFor } from './support/redis.mjs';
-import { connectIoredis, connectNodeRedis } from './support/redis-clients.mjs';
-import { startSentinelGroup } from './support/redis-failover.mjs';
+import { call, commandStats, startRedisServer, waitFor } from './support/redis.mjs';
+import { connectIoredis, connectIoredisCluster, connectNodeRedis, connectNodeRedisCluster } from './support/redis-clients.mjs';
+import { startReplicatedCluster, startSentinelGroup } from './support/redis-failover.mjs';
 
 const noop = () => {};
 
@@ -146,4 +146,41 @@ describe('leases across a Sentinel failover', { timeout: 120_000 }, () => {
       assert.equal(await within(15_000, 'the waiter woken by the release', waiter), 'ran');
     }
   });
+});
+
+describe('minReplicas on a Cluster whose masters have a replica', { timeout: 60_000 }, () => {
+  let cluster;
+  before(async () => {
+    cluster = await startReplicatedCluster();
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+  const waits = async (port) => (await commandStats(port)).wait?.calls ?? 0;
+  for (const [kind, connect, close] of [
+    ['ioredis', connectIoredisCluster, (c) => c.disconnect()],
+    ['node-redis', connectNodeRedisCluster, (c) => c.destroy()],
+  ]) {
+    test(`${kind}: WAIT goes to the master of the key, on the connection that wrote`, async () => {
+      const client = await connect(cluster.nodes);
+      try {
+        const store = new RedisLockStore({ client, minReplicas: 1, replicaTimeout: 1000 });
+        const key = `cluster-acked-${kind}`;
+        const master = await cluster.masterFor(`{${key}}`);
+        const masters = await Promise.all(cluster.nodes.map(async (n) => ((await call(n.port, ['ROLE']))[0] === 'master' ? n.port : undefined)));
+        const before = new Map(await Promise.all(masters.filter(Boolean).map(async (p) => [p, await waits(p)])));
+        const granted = await store.acquire(key, 'holder', 10_000);
+        assert.ok(granted.fencingToken > 0);
+        assert.equal(await store.renew(key, 'holder', 10_000), true);
+        for (const [port, count] of before) {
+          const delta = (await waits(port)) - count;
+          if (port === master) assert.equal(delta, 2, 'the acquire and the renewal waited on the key\'s master');
+          else assert.equal(delta, 0, `no WAIT on master ${port}, which does not hold the key`);
+        }
+        assert.equal(await store.release(key, 'holder'), true);
+      } finally {
+        close(client);
+      }
+    });
+  }
 });
