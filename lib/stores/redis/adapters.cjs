@@ -53,15 +53,13 @@ function ioredisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
-    // On the connection that ran the script, which is what WAIT counts
-    // (replicas.cjs): a Cluster's, in a pipeline keyed by the lease, which it
-    // sends to the key's master.
-    async waitReplicas(key, replicas, timeoutMs) {
-      if (client.isCluster !== true) return client.wait(replicas, timeoutMs);
-      const replies = await client.pipeline().pttl(key).wait(replicas, timeoutMs).exec();
-      const [err, acked] = replies[1];
-      if (err) throw err;
-      return acked;
+    // WAIT on the connection that ran the script, which is what WAIT counts, then GET
+    // `read` (in the key's slot) on the same one: [acknowledged, value] (replicas.cjs).
+    // In a pipeline, which a Cluster sends to the slot's master.
+    async waitReplicas(read, replicas, timeoutMs) {
+      const replies = await client.pipeline().wait(replicas, timeoutMs).get(read).exec();
+      for (const [err] of replies) if (err) throw err;
+      return [replies[0][1], replies[1][1]];
     },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (quit, disconnect), or given up reconnecting.
@@ -118,9 +116,11 @@ function nodeRedisAdapter(client) {
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
     // On the connection that ran the script: a cluster's client for the key's master.
-    waitReplicas: (key, replicas, timeoutMs) => {
+    // Both sent at once: pipelined on that connection.
+    waitReplicas: (read, replicas, timeoutMs) => {
       const args = ['WAIT', String(replicas), String(timeoutMs)];
-      return typeof client.getMasters === 'function' ? client.sendCommand(key, false, args) : client.sendCommand(args);
+      const acked = typeof client.getMasters === 'function' ? client.sendCommand(read, false, args) : client.sendCommand(args);
+      return Promise.all([acked, client.get(read)]);
     },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (close, destroy, quit, disconnect).
@@ -212,7 +212,8 @@ function nodeRedisSentinelAdapter(client) {
     ...adapter,
     kind: 'node-redis-sentinel',
     isCluster: false,
-    waitReplicas: (key, replicas, timeoutMs) => client.sendCommand(false, ['WAIT', String(replicas), String(timeoutMs)]),
+    waitReplicas: (read, replicas, timeoutMs) =>
+      Promise.all([client.sendCommand(false, ['WAIT', String(replicas), String(timeoutMs)]), client.get(read)]),
     canSubscribe: true,
     openSubscriber(onMessage) {
       const listener = (message, channel) => onMessage(String(channel), String(message));

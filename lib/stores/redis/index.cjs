@@ -278,7 +278,7 @@ class RedisLockStore {
       const keys = this.#keys(key);
       renewed = toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
     }
-    if (this.#replicas !== undefined) await this.#replicas.renewed(this.#leaseKey(key), key, renewed, carried);
+    if (this.#replicas !== undefined) await this.#replicas.renewed(this.#leaseKey(key), owner, key, renewed);
     return renewed;
   }
 
@@ -309,7 +309,7 @@ class RedisLockStore {
     const atOnce = this.#turns.atOnce(lease);
     const args = this.#releaseArgs(owner, atOnce);
     const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
-    if (this.#replicas !== undefined) await this.#replicas.released(lease, owner, key, carried);
+    if (this.#replicas !== undefined) await this.#replicas.released(this.#keys(key)[1], owner, key, carried);
     if (atOnce) this.#turns.releasedAtOnce(lease); // still a key this store lets go
     if (Number(reply) === 2) {
       // Released with owners queued, none for the hand-off time yet (turns.cjs).

@@ -55,13 +55,20 @@ class ReplicaAcknowledgementError extends Error {
 }
 
 /**
- * Waits until `settings.minReplicas` replicas hold the last write made on `lease`'s
- * connection; throws a ReplicaAcknowledgementError naming `what` when they do not in
- * time.
+ * Waits until `settings.minReplicas` replicas hold the last write made on the connection
+ * of `read`'s slot, and reads `read` on that connection after the WAIT: a connection
+ * that was replaced meanwhile (the primary died, the client reconnected to the promoted
+ * one and sent the WAIT again there, where it counts no write) must still find what was
+ * written, so `holds(value)` must be true. Throws a ReplicaAcknowledgementError naming
+ * `what` otherwise.
  */
-async function awaitReplicas(redis, lease, settings, what) {
-  const acked = Number(await redis.waitReplicas(lease, settings.minReplicas, settings.timeoutMs));
+async function awaitReplicas(redis, read, settings, what, holds) {
+  const [reply, value] = await redis.waitReplicas(read, settings.minReplicas, settings.timeoutMs);
+  const acked = Number(reply);
   if (!(acked >= settings.minReplicas)) throw new ReplicaAcknowledgementError(what, acked, settings);
+  if (!holds(value)) {
+    throw new ReplicaAcknowledgementError(`${what} (not found on the server after the WAIT: a failover?)`, 0, settings);
+  }
 }
 
 /** Resolves `promise`, or undefined after `ms` (for clean-ups that must not hang a caller). */
@@ -100,7 +107,7 @@ class ReplicaAcknowledgement {
    */
   async granted(lease, owner, token, key, undo) {
     try {
-      await awaitReplicas(this.#redis, lease, this.#settings, `the lease on ${describe(key)}`);
+      await awaitReplicas(this.#redis, lease, this.#settings, `the lease on ${describe(key)}`, (holder) => holder === owner);
     } catch (err) {
       await within(undo().catch(() => {}), this.#settings.timeoutMs);
       throw err;
@@ -111,17 +118,21 @@ class ReplicaAcknowledgement {
     if (this.#granted.size > MAX_GRANTED) this.#granted.delete(this.#granted.keys().next().value);
   }
 
-  /** A renewal the replicas do not hold is a failure (the engine retries while the lease lasts). */
-  async renewed(lease, key, renewed, carried) {
-    if (renewed || carried !== undefined) await awaitReplicas(this.#redis, lease, this.#settings, `the renewal of ${describe(key)}`);
+  /**
+   * A renewal the replicas do not hold is a failure (the engine retries while the lease
+   * lasts); one that answered false is final, and waits for nothing.
+   */
+  async renewed(lease, owner, key, renewed) {
+    if (renewed) await awaitReplicas(this.#redis, lease, this.#settings, `the renewal of ${describe(key)}`, (holder) => holder === owner);
   }
 
   /** A token floor the release raised (a token handed over locally, above the grant's) must outlive a failover too. */
-  async released(lease, owner, key, carried) {
+  async released(tokenKey, owner, key, carried) {
     const granted = this.#granted.get(owner) ?? 0;
     this.#granted.delete(owner);
     if (carried !== undefined && Number(carried) > granted) {
-      await awaitReplicas(this.#redis, lease, this.#settings, `the token floor of ${describe(key)}`);
+      const floor = Number(carried);
+      await awaitReplicas(this.#redis, tokenKey, this.#settings, `the token floor of ${describe(key)}`, (stored) => Number(stored) >= floor);
     }
   }
 }
