@@ -30,12 +30,14 @@ const { createNesting } = require('./callbacks.cjs');
 const { definePipelines } = require('./pipeline.cjs');
 const { defineLeases } = require('./lease.cjs');
 const { defineWithLock } = require('./with-lock.cjs');
+const { createOpenTelemetry } = require('../otel/detect.cjs');
 
 /**
  * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/entries/native.cjs
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
- * wait on an in-process store (workerd).
+ * wait on an in-process store (workerd), `loadOpenTelemetry` where the runtime can
+ * require `@opentelemetry/api` and the recorder (lib/otel/detect.cjs).
  */
 function createApi(rawBinding, options) {
   const binding = withFastCalls(rawBinding);
@@ -53,6 +55,8 @@ function createApi(rawBinding, options) {
     syncContext: undefined,
     memoryWaitRefused: options.memoryWaitRefused,
     nested: createNesting(),
+    // What a pipeline records to OpenTelemetry with, decided at its build.
+    openTelemetry: createOpenTelemetry(options.loadOpenTelemetry),
     checkDuration: undefined,
     checkTtl: undefined,
     refuseMemoryWait: undefined,
