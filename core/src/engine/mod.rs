@@ -25,6 +25,7 @@ mod acquire;
 mod executions;
 mod fast;
 mod handoff;
+mod inspect;
 mod memory;
 mod release;
 mod renewal;
@@ -174,6 +175,12 @@ impl Engine {
         self.clock.now().max(self.time)
     }
 
+    /// Makes every owner id drawn from now on start with `prefix`
+    /// ([`OwnerIds::set_prefix`]): the host says there which process the ids are from.
+    pub fn set_owner_prefix(&mut self, prefix: &str) {
+        self.owners.set_prefix(prefix);
+    }
+
     /// Reads the clock for the call that is starting. Time never goes back.
     fn tick(&mut self) {
         self.time = self.time.max(self.clock.now());
@@ -200,7 +207,7 @@ impl Engine {
     /// takes nothing.
     pub fn take_sole_run(&mut self) -> Option<u32> {
         match self.effects.front() {
-            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
+            Some(&Effect::Run { exec, .. }) if self.effects.len() == 1 => {
                 self.effects.clear();
                 Some(exec)
             }
@@ -282,18 +289,9 @@ impl Engine {
         }
     }
 
-    /// Takes `exec`'s pending `run` effect out of the queue, the others keeping their
-    /// order; whether there was one.
-    fn take_back_run(&mut self, exec: u32) -> bool {
-        let mut found = false;
-        for _ in 0..self.effects.len() {
-            let Some(effect) = self.effects.pop_front() else { break };
-            match effect {
-                Effect::Run { exec: e } if e == exec && !found => found = true,
-                effect => self.effects.push_back(effect),
-            }
-        }
-        found
+    /// Whether `exec`'s `run` effect is still waiting for the host to take it.
+    fn run_pending(&self, exec: u32) -> bool {
+        self.effects.iter().any(|effect| matches!(effect, Effect::Run { exec: e, .. } if *e == exec))
     }
 
     /// Lock `layer` of `exec`, if the execution is live.
