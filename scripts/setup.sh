@@ -18,6 +18,8 @@ command -v etcd >/dev/null || apt_packages+=(etcd-server)
 # Failover tests: sentinels over a primary and its replicas, a transaction-mode pooler.
 command -v redis-sentinel >/dev/null || apt_packages+=(redis-sentinel)
 command -v pgbouncer >/dev/null || apt_packages+=(pgbouncer)
+# The CLI test drives `leasehold inspect --watch` in a terminal of its own.
+command -v tmux >/dev/null || apt_packages+=(tmux)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   log "apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

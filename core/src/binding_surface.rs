@@ -94,6 +94,24 @@ macro_rules! binding_surface {
                 Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
             }
 
+            /// The holder and waiters of `key`, flat (`Inspection::into_words`); empty when
+            /// nothing is there. Reads only.
+            memInspect => fn mem_inspect(&mut self, store: u32, key: String) -> [Result<Vec<String>, Thrown>] {
+                Ok($crate::Inspection::into_words(self.inner.memory_inspect(store, &key).map_err(to_js_error)?))
+            }
+
+            /// Up to `limit` held keys starting with `prefix`, after `after`, in order.
+            memList => fn mem_list(&mut self, store: u32, prefix: String, after: Option<String>, limit: u32)
+                -> [Result<Vec<String>, Thrown>]
+            {
+                self.inner.memory_list(store, &prefix, after.as_deref(), limit as usize).map_err(to_js_error)
+            }
+
+            /// Makes owner ids drawn from now on start with `prefix`.
+            setOwnerPrefix => fn set_owner_prefix(&mut self, prefix: String) {
+                self.inner.set_owner_prefix(&prefix);
+            }
+
             /// Entries kept in memory (for tests of boundedness).
             memEntries => fn mem_entries(&mut self, store: u32) -> [Result<u32, Thrown>] {
                 Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
@@ -101,10 +119,10 @@ macro_rules! binding_surface {
 
             /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine
             /// keeps no more; executions on it then start with `startDefined`.
-            defineLock => fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64)
+            defineLock => fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
                 -> [Result<i32, Thrown>]
             {
-                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
+                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait, name).map_err(to_js_error)?;
                 Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
             }
 
@@ -120,10 +138,10 @@ macro_rules! binding_surface {
             }
 
             /// Adds an outer lock for the next `start`.
-            addLock => fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64)
+            addLock => fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
                 -> [Result<(), Thrown>]
             {
-                self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
+                self.outer_locks.add(kind, store, key, ttl, wait, name).map_err(to_js_error)
             }
 
             /// Starts `exec` under the outer locks added so far plus this innermost one.
@@ -141,10 +159,11 @@ macro_rules! binding_surface {
                 key: String,
                 ttl: f64,
                 wait: f64,
+                name: String,
             ) -> [Result<f64, Thrown>] {
                 let started = self
                     .outer_locks
-                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait)
+                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait, name)
                     .map_err(to_js_error)?;
                 Ok($crate::host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
             }
@@ -162,8 +181,9 @@ macro_rules! binding_surface {
                 wait: f64,
                 token: f64,
                 held_for: f64,
+                name: String,
             ) -> [Result<u32, Thrown>] {
-                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait)
+                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait, name)
                     .map_err(to_js_error)?;
                 let held_for = $crate::duration::clock_step(held_for.max(0.0), "heldFor").map_err(|e| to_js_error(e.into()))?;
                 self.inner
@@ -300,7 +320,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 33);
+        assert_eq!(rows.len(), 36);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

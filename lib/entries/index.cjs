@@ -6,6 +6,7 @@
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { createApi } = require('../host/api.cjs');
 const { checkInitOptions } = require('./init-options.cjs');
+const { ownerPrefix } = require('./owner-prefix.cjs');
 
 function pickEngine() {
   const wanted = process.env.LEASEHOLD_ENGINE;
@@ -42,6 +43,7 @@ module.exports = createApi(binding, {
   engineFallbackReason,
   AsyncLocalStorage,
   enterInJob: hasContextFrame(),
+  ownerPrefix: ownerPrefix(),
   // An optional peer, looked for at the first pipeline build, not here. The require sits
   // in a try block so that bundlers treat the package as optional.
   loadOpenTelemetry() {

@@ -36,8 +36,9 @@ const { createOpenTelemetry } = require('../otel/detect.cjs');
  * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/entries/native.cjs
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
- * wait on an in-process store (workerd), `loadOpenTelemetry` where the runtime can
- * require `@opentelemetry/api` and the recorder (lib/otel/detect.cjs).
+ * wait on an in-process store (workerd), `ownerPrefix` what owner ids start with,
+ * `loadOpenTelemetry` where the runtime can require `@opentelemetry/api` and the
+ * recorder (lib/otel/detect.cjs).
  */
 function createApi(rawBinding, options) {
   const binding = withFastCalls(rawBinding);
@@ -54,6 +55,9 @@ function createApi(rawBinding, options) {
     // callback is running synchronously right now (set by Execution#run).
     syncContext: undefined,
     memoryWaitRefused: options.memoryWaitRefused,
+    // What every owner id starts with (lib/owner-prefix.cjs): where the runtime has a
+    // host name and a pid; '' elsewhere.
+    ownerPrefix: options.ownerPrefix ?? '',
     nested: createNesting(),
     // What a pipeline records to OpenTelemetry with, decided at its build.
     openTelemetry: createOpenTelemetry(options.loadOpenTelemetry),

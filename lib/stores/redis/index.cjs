@@ -62,6 +62,8 @@ const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
 const { RedisSubscriptions } = require('./subscriptions.cjs');
 const { replicaSettings, ReplicaAcknowledgement } = require('./replicas.cjs');
+const { redisInspector } = require('./inspect.cjs');
+const { checkListOptions } = require('../../common/list-options.cjs');
 
 /**
  * A process's turn on a contended key: a release hands the key to the first queued
@@ -99,6 +101,7 @@ class RedisLockStore {
   #lastNames = undefined;
   // With `minReplicas`: which writes wait for replicas (replicas.cjs); else undefined.
   #replicas;
+  #inspector;
 
   /**
    * @param {{ client: object, prefix?: string, handOffAfter?: number, minReplicas?: number, replicaTimeout?: number }} options
@@ -136,6 +139,25 @@ class RedisLockStore {
       onChannelIdle: (channel) => this.#leaveQueue(channel),
       onDropped: () => this.#leaveQueues(),
     });
+    this.#inspector = redisInspector({
+      client,
+      prefix,
+      keyPrefix: redis.keyPrefix,
+      run: (s, keys, args) => this.#run(s, keys, args),
+      keysOf: (key) => this.#keys(key),
+      encodeKey,
+    });
+  }
+
+  /** The holder of `key` and its queued waiters, undefined when none (inspect.cjs). */
+  async inspect(key) {
+    checkString('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, by SCAN: at most `limit`, starting with `prefix` (inspect.cjs). */
+  list(options) {
+    return this.#inspector.list(checkListOptions(options));
   }
 
   /** The key prefix in use. */
