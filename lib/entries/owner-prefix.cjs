@@ -19,7 +19,14 @@ function ownerPrefix() {
   } catch {
     // a runtime without worker threads
   }
-  const host = readableHost(os.hostname());
+  // Deno without --allow-sys refuses to say its host name: owners then start with the
+  // pid alone (a runtime's refusal must never stop the package from loading).
+  let host;
+  try {
+    host = readableHost(os.hostname());
+  } catch {
+    return thread ? `${process.pid}.${thread}:` : `${process.pid}:`;
+  }
   return thread ? `${host}:${process.pid}.${thread}:` : `${host}:${process.pid}:`;
 }
 
