@@ -30,6 +30,9 @@ const { createNesting } = require('./host/callbacks.cjs');
 const { definePipelines } = require('./host/pipeline.cjs');
 const { defineLeases } = require('./host/lease.cjs');
 const { defineWithLock } = require('./host/with-lock.cjs');
+const { CandidateNames } = require('./host/election-names.cjs');
+const { defineElection } = require('./host/election.cjs');
+const { defineLeaderWatch } = require('./host/leader-watch.cjs');
 
 /**
  * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/native.cjs
@@ -98,6 +101,11 @@ function createApi(rawBinding, options) {
     acquireLock: api.acquireLock,
     withLock,
   };
+  // The election campaigns through the exported acquireLock: where the engine loads
+  // lazily (browsers), that one waits for it.
+  const names = new CandidateNames((store) => store instanceof api.MemoryLockStore);
+  const { campaign, lead } = defineElection(api, (...args) => exported.acquireLock(...args), names);
+  Object.assign(exported, { campaign, lead }, defineLeaderWatch(api, names));
   // For the project's own tests (forcing a panic, reading engine counters); not an API.
   Object.defineProperty(exported, Symbol.for('leasehold.internals'), {
     value: {
