@@ -6,6 +6,7 @@
 
 const { describe } = require('../describe.cjs');
 const { checkWellFormed } = require('../well-formed.cjs');
+const { candidateView } = require('./candidate-store.cjs');
 
 /** The longest name a candidate may give: it is written into every owner it holds with. */
 const MAX_NAME_LENGTH = 128;
@@ -22,11 +23,6 @@ function checkName(name) {
   return name;
 }
 
-/** The owner a store keeps for `owner` campaigning as `name`. */
-function namedOwner(name, owner) {
-  return `${encodeURIComponent(name)}@${owner}`;
-}
-
 /** `{ name, owner }` from an owner a store keeps; `name` undefined when none is written in it. */
 function splitOwner(stored) {
   const at = stored.indexOf('@');
@@ -36,35 +32,6 @@ function splitOwner(stored) {
   } catch {
     return { name: undefined, owner: stored };
   }
-}
-
-/**
- * A view of `store` that writes `name` into the owners it passes on, and takes it out of
- * the owners the store hands back (grants): the engine sees its own owners only. Every
- * other property is the store's own, its methods bound to it (private fields work).
- */
-function wrapNamed(store, name) {
-  const prefix = `${encodeURIComponent(name)}@`;
-  const outward = (owner) => (typeof owner === 'string' ? prefix + owner : owner);
-  const inward = (grant) =>
-    grant !== null && typeof grant === 'object' && typeof grant.owner === 'string' && grant.owner.startsWith(prefix)
-      ? { ...grant, owner: grant.owner.slice(prefix.length) }
-      : grant;
-  const own = {
-    acquire: (key, owner, ...rest) => store.acquire(key, outward(owner), ...rest),
-    renew: (key, owner, ...rest) => store.renew(key, outward(owner), ...rest),
-    release: (key, owner, ...rest) => store.release(key, outward(owner), ...rest),
-  };
-  if (typeof store.subscribe === 'function') {
-    own.subscribe = (key, listener) => store.subscribe(key, (grant) => listener(inward(grant)));
-  }
-  return new Proxy(store, {
-    get(target, property) {
-      if (Object.prototype.hasOwnProperty.call(own, property)) return own[property];
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }
 
 /**
@@ -101,13 +68,14 @@ class CandidateNames {
     if (set) for (const fn of [...set]) fn();
   }
 
-  /** The store a candidate named `name` campaigns through. */
+  /** The store a candidate named `name` (or none) campaigns through: a view of a JS store. */
   storeFor(store, name) {
-    if (name === undefined || this.isMemory(store)) return store;
+    if (this.isMemory(store)) return store;
     let byName = this.views.get(store);
     if (byName === undefined) this.views.set(store, (byName = new Map()));
-    let view = byName.get(name);
-    if (view === undefined) byName.set(name, (view = wrapNamed(store, name)));
+    const prefix = name === undefined ? '' : `${encodeURIComponent(name)}@`;
+    let view = byName.get(prefix);
+    if (view === undefined) byName.set(prefix, (view = candidateView(store, prefix)));
     return view;
   }
 
@@ -129,4 +97,4 @@ class CandidateNames {
   }
 }
 
-module.exports = { CandidateNames, checkName, namedOwner, splitOwner, MAX_NAME_LENGTH };
+module.exports = { CandidateNames, checkName, splitOwner, MAX_NAME_LENGTH };

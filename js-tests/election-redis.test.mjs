@@ -1,0 +1,38 @@
+// Leader election on Redis (issue #31), against a real server: five candidate processes
+// on one key; the leader SIGKILLed twice, SIGSTOPped past its ttl and resumed, and Redis
+// restarted with its data lost under a leader (support/election-scenarios.mjs); resign()
+// handing over in this process. Every wait is bounded; times are printed, not asserted.
+// Run: node --test js-tests/election-redis.test.mjs (LEASEHOLD_ENGINE=wasm: the wasm engine)
+
+import { after, before, test } from 'node:test';
+import { RedisLockStore } from 'leasehold/redis';
+import { startRedisServer } from './support/redis.mjs';
+import { connectIoredis } from './support/redis-clients.mjs';
+import { runFleetScenarios, resignHandsOver } from './support/election-scenarios.mjs';
+
+let redis;
+const clients = [];
+
+before(async () => {
+  redis = await startRedisServer();
+});
+
+after(async () => {
+  for (const client of clients) client.disconnect();
+  await redis?.stop();
+});
+
+test('Redis: five processes; SIGKILL, SIGSTOP and a restart that loses the data', async (t) => {
+  await runFleetScenarios(t, { kind: 'redis', address: String(redis.port), ttl: 600, restart: () => redis.restart(), restartWhat: 'a Redis restart that lost the data' });
+});
+
+test('Redis: resign() hands over without waiting for the ttl', async (t) => {
+  await resignHandsOver(t, {
+    kind: 'redis',
+    makeStore: async () => {
+      const client = await connectIoredis(redis.port);
+      clients.push(client);
+      return new RedisLockStore({ client, prefix: 'election-resign' });
+    },
+  });
+});

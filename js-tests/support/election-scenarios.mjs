@@ -1,0 +1,123 @@
+// The election scenarios every real store runs (js-tests/election-*.test.mjs), on one
+// fleet of five candidate processes per store: the leader SIGKILLed (twice), the leader
+// SIGSTOPped past its ttl and resumed, the store restarted; and, in the test process,
+// resign() handing over. Bounds only catch a hang on a loaded machine; the measured
+// times are printed with `t.diagnostic`.
+
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { campaign } from 'leasehold';
+import { within } from './async.mjs';
+import { startFencedResource, startCandidates, checkFencing } from './election-fleet.mjs';
+
+// A takeover, a pause or a restart must be over within this long: a hang, not slowness.
+const HANG_MS = 20_000;
+
+/** The leader now: the process whose write the resource accepted last. */
+function currentLeader(resource) {
+  const accepted = resource.attempts.filter((a) => a.accepted);
+  return accepted[accepted.length - 1];
+}
+
+/** Waits for a write accepted from a process other than `pid` with a term above `term`. */
+function nextLeader(resource, pid, term, what) {
+  return within(HANG_MS, what, resource.next((a) => a.pid !== pid && a.term > term));
+}
+
+/**
+ * Runs the fleet scenarios. `store`: { kind, address, ttl, restart(): Promise (the store
+ * down and back; undefined: skipped), what: how it restarts }.
+ */
+export async function runFleetScenarios(t, { kind, address, ttl, restart, restartWhat }) {
+  const resource = await startFencedResource();
+  const key = `election-${kind}-${process.pid}`;
+  const fleet = await startCandidates({ kind, address, key, ttl, resource });
+  const measured = {};
+  try {
+    const first = await within(HANG_MS, 'a first leader', resource.next(() => true));
+    const terms = [first.term];
+
+    // SIGKILL, twice: the next leader writes within the ttl plus the wake-up.
+    measured.takeoverMs = [];
+    for (let round = 0; round < 2; round++) {
+      await sleep(ttl / 2);
+      const leader = currentLeader(resource);
+      const killedAt = performance.now();
+      fleet.byPid(leader.pid).child.kill('SIGKILL');
+      const next = await nextLeader(resource, leader.pid, leader.term, `a leader after SIGKILL ${round + 1}`);
+      measured.takeoverMs.push(Math.round(next.at - killedAt));
+      terms.push(next.term);
+    }
+    for (let i = 1; i < terms.length; i++) assert.ok(terms[i] > terms[i - 1], `terms rise: ${terms}`);
+
+    // SIGSTOP past the ttl: another leads with a larger term; resumed, the old leader sees
+    // its signal aborted at its next tick and its deliberate late write is refused.
+    await sleep(ttl / 2);
+    const paused = currentLeader(resource);
+    const pausedWorker = fleet.byPid(paused.pid);
+    pausedWorker.child.kill('SIGSTOP');
+    const pausedAt = performance.now();
+    const successor = await nextLeader(resource, paused.pid, paused.term, 'a leader while the old one is stopped');
+    measured.pausedTakeoverMs = Math.round(successor.at - pausedAt);
+    await sleep(ttl / 2);
+    const resumedAt = performance.now();
+    pausedWorker.child.kill('SIGCONT');
+    const late = await within(
+      HANG_MS,
+      'the resumed leader to step down',
+      (async () => {
+        for (;;) {
+          const found = resource.attempts.find((a) => a.pid === paused.pid && a.late && a.term === paused.term);
+          if (found) return found;
+          await sleep(10);
+        }
+      })(),
+    );
+    assert.equal(late.accepted, false, 'the resumed leader\'s late write is refused');
+    assert.ok(successor.term > paused.term);
+    const afterResume = resource.attempts.filter((a) => a.pid === paused.pid && !a.late && a.at > resumedAt && a.term === paused.term);
+    assert.deepEqual(afterResume, [], 'the resumed leader acted on a tick after its lease ran out');
+    assert.equal(pausedWorker.events.find((e) => e.deposed === paused.term)?.reason, 'LockLostError');
+
+    // The store restarted under a leader: leadership resumes, never two with one term.
+    if (restart !== undefined) {
+      await sleep(ttl / 2);
+      const before = currentLeader(resource);
+      const restartedAt = performance.now();
+      await restart();
+      const after = await within(HANG_MS, `a leader after ${restartWhat}`, resource.next((a) => a.at > restartedAt && a.term > before.term));
+      measured.restartResumedMs = Math.round(after.at - restartedAt);
+    }
+    checkFencing(assert, resource.attempts);
+    measured.terms = new Set(resource.attempts.filter((a) => a.accepted).map((a) => a.term)).size;
+    t.diagnostic(`${kind}, ttl ${ttl} ms: ${JSON.stringify(measured)}`);
+    return measured;
+  } finally {
+    await fleet.stop();
+    await resource.close();
+  }
+}
+
+/**
+ * resign() in this process: the next candidate (another store instance, as another
+ * process would have) leads within a round trip plus its wake-up, far below the ttl.
+ */
+export async function resignHandsOver(t, { kind, makeStore, ttl = 10_000 }) {
+  const key = `election-resign-${kind}-${process.pid}`;
+  const [a, b] = await Promise.all([makeStore(), makeStore()]);
+  const first = await within(HANG_MS, 'the first campaign', campaign(key, { store: a, ttl, name: 'first' }));
+  const second = campaign(key, { store: b, ttl, name: 'second' });
+  // The second candidate is in line once its try has answered "held".
+  await sleep(200);
+  const resignedAt = performance.now();
+  const [held, next] = await Promise.all([first.resign(), within(HANG_MS, 'the next leader', second)]);
+  const handoverMs = performance.now() - resignedAt;
+  assert.equal(held, true);
+  assert.ok(first.signal.aborted);
+  assert.equal(first.signal.reason.name, 'AbortError');
+  assert.ok(next.term > first.term);
+  assert.ok(handoverMs < ttl / 5, `resign() handed over in ${handoverMs} ms, ttl ${ttl} ms`);
+  t.diagnostic(`${kind}: resign() handed over in ${handoverMs.toFixed(1)} ms (ttl ${ttl} ms)`);
+  await next.resign();
+  return handoverMs;
+}
