@@ -9,6 +9,11 @@
 //   (lib/index.js, native async generators) is about 4× faster than the ESM build that
 //   `import` resolves to (index.mjs, down-levelled generators). For many keys a Map of
 //   mutexes, each dropped when it is idle again (async-mutex has no keyed form).
+// - async-sema: `new Sema(1)`, `acquire()`/`release()` around the call; for many keys a
+//   Map of semaphores, each dropped by the last call that uses it (it has no keyed
+//   form). CommonJS only.
+// - henrygd-semaphore: `@henrygd/semaphore`'s keyed `getSemaphore(key, 1)`, which drops
+//   idle keys itself; with one key the semaphore is fetched once and kept.
 // - verrou: `@verrou/core` with its memory store, `createLock(key, ttl).run(fn)`;
 //   waiting is its own retry loop (default delay 250 ms).
 // - leasehold-native / leasehold-wasm: a pipeline on the default MemoryLockStore; the
@@ -21,7 +26,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 
-export const MEMORY_LIBS = ['floor', 'async-mutex', 'verrou', 'leasehold-native', 'leasehold-wasm'];
+export const MEMORY_LIBS = ['floor', 'async-mutex', 'async-sema', 'henrygd-semaphore', 'verrou', 'leasehold-native', 'leasehold-wasm'];
 
 const TTL_MS = 30_000;
 
@@ -65,6 +70,54 @@ async function asyncMutexLock({ singleKey }) {
   };
 }
 
+function asyncSemaLock({ singleKey }) {
+  const { Sema } = require('async-sema');
+  const holding = async (sema, fn) => {
+    await sema.acquire();
+    try {
+      return await fn();
+    } finally {
+      sema.release();
+    }
+  };
+  if (singleKey !== undefined) {
+    const sema = new Sema(1);
+    return (_key, fn) => holding(sema, fn);
+  }
+  // Each entry counts the calls that hold or wait for it: it is dropped by the last.
+  const semas = new Map();
+  return async function run(key, fn) {
+    let entry = semas.get(key);
+    if (entry === undefined) {
+      entry = { sema: new Sema(1), users: 0 };
+      semas.set(key, entry);
+    }
+    entry.users++;
+    try {
+      return await holding(entry.sema, fn);
+    } finally {
+      if (--entry.users === 0) semas.delete(key);
+    }
+  };
+}
+
+async function henrygdLock({ singleKey }) {
+  const { getSemaphore } = await import('@henrygd/semaphore');
+  const holding = async (semaphore, fn) => {
+    await semaphore.acquire();
+    try {
+      return await fn();
+    } finally {
+      semaphore.release();
+    }
+  };
+  if (singleKey !== undefined) {
+    const semaphore = getSemaphore(singleKey, 1);
+    return (_key, fn) => holding(semaphore, fn);
+  }
+  return (key, fn) => holding(getSemaphore(key, 1), fn);
+}
+
 async function verrouLock({ singleKey }) {
   const { Verrou } = await import('@verrou/core');
   const { memoryStore } = await import('@verrou/core/drivers/memory');
@@ -100,6 +153,10 @@ export async function createMemoryLock(name, { singleKey, wait = 0 } = {}) {
       return floorLock();
     case 'async-mutex':
       return asyncMutexLock({ singleKey });
+    case 'async-sema':
+      return asyncSemaLock({ singleKey });
+    case 'henrygd-semaphore':
+      return henrygdLock({ singleKey });
     case 'verrou':
       return verrouLock({ singleKey });
     default: {
