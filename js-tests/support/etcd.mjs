@@ -102,7 +102,7 @@ export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs 
   }
   for (const m of members) m.start();
   try {
-    await until('a healthy cluster', async () => (await Promise.all(members.map((m) => healthy(m.url)))).every(Boolean), 20_000);
+    await until('a healthy cluster', async () => (await Promise.all(members.map((m) => healthy(m.url)))).every(Boolean), 60_000);
   } catch (err) {
     for (const m of members) await m.kill();
     rmSync(dir, { recursive: true, force: true });
