@@ -4,8 +4,8 @@
 // percent-encoded so that its first `@` ends it): every process that inspects the store
 // reads it there. A memory store lives in one process: its names are kept beside it.
 
-const { describe } = require('../describe.cjs');
-const { checkWellFormed } = require('../well-formed.cjs');
+const { describe } = require('../common/describe.cjs');
+const { checkWellFormed } = require('../common/well-formed.cjs');
 const { candidateView } = require('./candidate-store.cjs');
 
 /** The longest name a candidate may give: it is written into every owner it holds with. */

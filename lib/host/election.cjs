@@ -10,8 +10,8 @@
 // signal reads aborted even before any timer has run: a process resumed from a pause
 // that ran past its ttl sees itself deposed before it acts on a tick.
 
-const { LockLostError, LockStoreError } = require('../errors.cjs');
-const { describe, checkOptionNames } = require('../describe.cjs');
+const { LockLostError, LockStoreError } = require('./errors.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { checkKey, checkStore, DEFAULT_TTL } = require('./options.cjs');
 const { TIME_PROVIDER } = require('./symbols.cjs');
 const { checkName } = require('./election-names.cjs');

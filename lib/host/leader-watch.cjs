@@ -6,7 +6,7 @@
 // announces an acquisition (a free key taken, a store with no `subscribe`), every
 // `interval`. Reading never extends, takes or wakes anything.
 
-const { describe, checkOptionNames } = require('../describe.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { checkKey } = require('./options.cjs');
 
 const WATCH_OPTIONS = ['signal', 'interval'];
