@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { runFleetScenarios, resignHandsOver } from './support/election-scenarios.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
 
 let cluster;
 const clients = [];
@@ -41,6 +41,18 @@ test('etcd: five processes; SIGKILL, SIGSTOP and etcd restarted', async (t) => {
 test('etcd: resign() hands over without waiting for the ttl', async (t) => {
   await resignHandsOver(t, {
     kind: 'etcd',
+    makeStore: async () => {
+      const client = new Etcd3({ hosts: cluster.endpoints });
+      clients.push(client);
+      return new EtcdLockStore({ client });
+    },
+  });
+});
+
+test('etcd: a leader that stops renewing is replaced as its lease lapses', async (t) => {
+  await lapseHandsOver(t, {
+    kind: 'etcd',
+    ttl: 1000,
     makeStore: async () => {
       const client = new Etcd3({ hosts: cluster.endpoints });
       clients.push(client);

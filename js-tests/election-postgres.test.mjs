@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { PostgresLockStore } from 'leasehold/postgres';
 import { startPostgres } from './support/postgres.mjs';
-import { runFleetScenarios, resignHandsOver } from './support/election-scenarios.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
 
 let server;
 let pool;
@@ -31,4 +31,8 @@ test('PostgreSQL: five processes; SIGKILL and SIGSTOP', async (t) => {
 
 test('PostgreSQL: resign() hands over without waiting for the ttl', async (t) => {
   await resignHandsOver(t, { kind: 'postgres', makeStore: async () => new PostgresLockStore({ client: pool, table: 'election_locks' }) });
+});
+
+test('PostgreSQL: a leader that stops renewing is replaced as its lease lapses', async (t) => {
+  await lapseHandsOver(t, { kind: 'postgres', makeStore: async () => new PostgresLockStore({ client: pool, table: 'election_locks' }) });
 });

@@ -1,25 +1,27 @@
 // Leader election on Redis (issue #31), against a real server: five candidate processes
 // on one key; the leader SIGKILLed twice, SIGSTOPped past its ttl and resumed, and Redis
 // restarted with its data lost under a leader (support/election-scenarios.mjs); resign()
-// handing over in this process. Every wait is bounded; times are printed, not asserted.
+// handing over and a lapsed leader replaced, in this process, on a server and a Cluster.
+// Every wait is bounded; times are printed, not asserted.
 // Run: node --test js-tests/election-redis.test.mjs (LEASEHOLD_ENGINE=wasm: the wasm engine)
 
 import { after, before, test } from 'node:test';
 import { RedisLockStore } from 'leasehold/redis';
-import { startRedisServer } from './support/redis.mjs';
-import { connectIoredis } from './support/redis-clients.mjs';
-import { runFleetScenarios, resignHandsOver } from './support/election-scenarios.mjs';
+import { startRedisServer, startRedisCluster } from './support/redis.mjs';
+import { connectIoredis, connectIoredisCluster } from './support/redis-clients.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
 
 let redis;
+let cluster;
 const clients = [];
 
 before(async () => {
-  redis = await startRedisServer();
+  [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster({ masters: 3 })]);
 });
 
 after(async () => {
   for (const client of clients) client.disconnect();
-  await redis?.stop();
+  await Promise.allSettled([redis?.stop(), cluster?.stop()]);
 });
 
 test('Redis: five processes; SIGKILL, SIGSTOP and a restart that loses the data', async (t) => {
@@ -35,4 +37,25 @@ test('Redis: resign() hands over without waiting for the ttl', async (t) => {
       return new RedisLockStore({ client, prefix: 'election-resign' });
     },
   });
+});
+
+test('Redis: a leader that stops renewing is replaced as its lease lapses', async (t) => {
+  await lapseHandsOver(t, {
+    kind: 'redis',
+    makeStore: async () => {
+      const client = await connectIoredis(redis.port);
+      clients.push(client);
+      return new RedisLockStore({ client, prefix: 'election-lapse' });
+    },
+  });
+});
+
+test('Redis Cluster: resign() hands over, a lapsed leader is replaced', async (t) => {
+  const makeStore = async () => {
+    const client = await connectIoredisCluster(cluster.nodes);
+    clients.push(client);
+    return new RedisLockStore({ client, prefix: 'election-cluster' });
+  };
+  await resignHandsOver(t, { kind: 'redis-cluster', makeStore });
+  await lapseHandsOver(t, { kind: 'redis-cluster', makeStore });
 });

@@ -121,3 +121,24 @@ export async function resignHandsOver(t, { kind, makeStore, ttl = 10_000 }) {
   await next.resign();
   return handoverMs;
 }
+
+/**
+ * A leader that stops renewing (a crashed process, as a plain lease that is never
+ * renewed): the candidate in line leads once its lease lapses, woken at the lapse rather
+ * than by a backed-off poll.
+ */
+export async function lapseHandsOver(t, { kind, makeStore, ttl = 600 }) {
+  const key = `election-lapse-${kind}-${process.pid}`;
+  const [a, b] = await Promise.all([makeStore(), makeStore()]);
+  const { acquireLock } = await import('leasehold');
+  const crashed = await acquireLock(a, key, ttl);
+  const heldAt = performance.now();
+  assert.ok(crashed, 'the first lease');
+  // Let the candidate's polls back off first, as they would behind a long-lived leader.
+  const next = await within(HANG_MS, 'a leader after the lapse', campaign(key, { store: b, ttl }));
+  const afterMs = performance.now() - heldAt;
+  assert.ok(next.term > crashed.fencingToken);
+  t.diagnostic(`${kind}: a lease of ${ttl} ms left unrenewed: the next leader after ${afterMs.toFixed(0)} ms`);
+  await next.resign();
+  return afterMs;
+}
