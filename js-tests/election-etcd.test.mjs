@@ -1,5 +1,5 @@
 // Leader election on etcd (issue #31), against a real single-member cluster: five
-// candidate processes on one key; the leader SIGKILLed twice, SIGSTOPped past its ttl and
+// candidate processes on one key; the leader SIGKILLed, SIGSTOPped past its ttl and
 // resumed, and etcd killed and restarted under a leader (support/election-scenarios.mjs);
 // resign() handing over in this process. Every wait is bounded; times are printed.
 // Run: node --test js-tests/election-etcd.test.mjs (LEASEHOLD_ENGINE=wasm: the wasm engine)

@@ -1,5 +1,5 @@
 // Leader election on PostgreSQL (issue #31), against a real server: five candidate
-// processes on one key; the leader SIGKILLed twice, SIGSTOPped past its ttl and resumed
+// processes on one key; the leader SIGKILLed, SIGSTOPped past its ttl and resumed
 // (support/election-scenarios.mjs); resign() handing over in this process. Every wait is
 // bounded; times are printed, not asserted.
 // Run: node --test js-tests/election-postgres.test.mjs (LEASEHOLD_ENGINE=wasm: the wasm engine)

@@ -1,5 +1,5 @@
 // Leader election on Redis (issue #31), against a real server: five candidate processes
-// on one key; the leader SIGKILLed twice, SIGSTOPped past its ttl and resumed, and Redis
+// on one key; the leader SIGKILLed, SIGSTOPped past its ttl and resumed, and Redis
 // restarted with its data lost under a leader (support/election-scenarios.mjs); resign()
 // handing over and a lapsed leader replaced, in this process, on a server and a Cluster.
 // Every wait is bounded; times are printed, not asserted.
