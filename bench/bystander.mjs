@@ -24,7 +24,7 @@ function promiseHooksOn() {
 
 async function setUp(setup) {
   if (setup === 'none') return;
-  const { ResiliencePipelineBuilder, getLockToken } = require('../lib/index.cjs');
+  const { ResiliencePipelineBuilder, getLockToken } = require('../lib/entries/index.cjs');
   const pipeline = new ResiliencePipelineBuilder({ ambientToken: setup !== 'opted-out' }).addLock({ key: 'bystander' }).build();
   const token = await pipeline.execute(async (context) => {
     await null;

@@ -62,7 +62,7 @@ function ensureInstalled() {
 }
 
 function engineFiles() {
-  const addon = execFileSync(process.execPath, ['-e', 'process.stdout.write(require("./lib/native.cjs").addonFile())'], {
+  const addon = execFileSync(process.execPath, ['-e', 'process.stdout.write(require("./lib/entries/native.cjs").addonFile())'], {
     cwd: ROOT,
     encoding: 'utf8',
   });

@@ -15,7 +15,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 function methods(Engine) {
   // wasm-bindgen adds `free` and `__destroy_into_raw` for manual memory management; the
   // wasm engine's `*Fast` forms and `takeError` stand behind `startDefined`, `finish` and
-  // `token` (lib/fast-calls.cjs installs them).
+  // `token` (lib/host/fast-calls.cjs installs them).
   const glue = new Set(['constructor', 'free', '__destroy_into_raw', 'startDefinedFast', 'finishFast', 'tokenFast', 'takeError']);
   return Object.getOwnPropertyNames(Engine.prototype)
     .filter((name) => !glue.has(name))
@@ -23,10 +23,10 @@ function methods(Engine) {
 }
 
 test('the native and wasm engines offer the host the same methods', () => {
-  // As the host takes them: with the fast paths installed (lib/fast-calls.cjs).
-  const { withFastCalls } = require('../lib/fast-calls.cjs');
-  const native = withFastCalls(require('../lib/native.cjs').load());
-  const wasm = withFastCalls(require('../lib/wasm-node.cjs').load());
+  // As the host takes them: with the fast paths installed (lib/host/fast-calls.cjs).
+  const { withFastCalls } = require('../lib/host/fast-calls.cjs');
+  const native = withFastCalls(require('../lib/entries/native.cjs').load());
+  const wasm = withFastCalls(require('../lib/entries/wasm-node.cjs').load());
   assert.deepEqual(methods(wasm.Engine), methods(native.Engine));
   assert.equal(typeof wasm.checkDuration, 'function');
   assert.equal(typeof native.checkDuration, 'function');
@@ -34,7 +34,7 @@ test('the native and wasm engines offer the host the same methods', () => {
 
 /** The names an entry file exports, read from its `export const { ... } = api;`. */
 function exportedNames(file) {
-  const source = fs.readFileSync(new URL(`../lib/${file}`, import.meta.url), 'utf8');
+  const source = fs.readFileSync(new URL(`../lib/entries/${file}`, import.meta.url), 'utf8');
   const match = /export const \{([^}]*)\} = api;/.exec(source);
   assert.ok(match, `${file} has no 'export const { ... } = api;'`);
   assert.match(source, /export default api;/, `${file} has no default export`);
@@ -55,11 +55,11 @@ test('every runtime entry exports the same names as the Node entry', async () =>
 
 test('each exports condition resolves to its entry; Node keeps the native-first entry', () => {
   const expected = {
-    '': 'lib/index.mjs',
-    workerd: 'lib/workerd.mjs',
-    worker: 'lib/browser.mjs',
-    browser: 'lib/browser.mjs',
-    deno: 'lib/deno.mjs',
+    '': 'lib/entries/index.mjs',
+    workerd: 'lib/entries/workerd.mjs',
+    worker: 'lib/entries/browser.mjs',
+    browser: 'lib/entries/browser.mjs',
+    deno: 'lib/entries/deno.mjs',
   };
   for (const [condition, file] of Object.entries(expected)) {
     const args = ['--input-type=module', '-e', "process.stdout.write(import.meta.resolve('leasehold'))"];
@@ -68,8 +68,8 @@ test('each exports condition resolves to its entry; Node keeps the native-first 
     assert.equal(r.status, 0, r.stderr);
     assert.equal(fileURLToPath(r.stdout), `${root}${file}`, `condition '${condition}'`);
   }
-  assert.equal(require.resolve('leasehold'), `${root}lib/index.cjs`);
-  assert.equal(require.resolve('leasehold/node'), `${root}lib/index.cjs`);
+  assert.equal(require.resolve('leasehold'), `${root}lib/entries/index.cjs`);
+  assert.equal(require.resolve('leasehold/node'), `${root}lib/entries/index.cjs`);
 });
 
 /** What `require('leasehold')` picks in a child process with `env`, on a CPU it is told it has. */
@@ -87,7 +87,7 @@ function pick(env, arch = process.arch) {
 test('engineFallbackReason says why Node runs wasm, and is undefined on the native engine', () => {
   assert.deepEqual(pick({}), { engine: 'native', reason: null });
   assert.deepEqual(pick({ LEASEHOLD_ENGINE: 'wasm' }), { engine: 'wasm', reason: 'LEASEHOLD_ENGINE=wasm' });
-  const libc = process.platform === 'linux' ? `-${require('../lib/native.cjs').platformTriple().split('-')[2]}` : '';
+  const libc = process.platform === 'linux' ? `-${require('../lib/entries/native.cjs').platformTriple().split('-')[2]}` : '';
   // A platform with a package that is not installed here, and one with none published.
   if (process.platform === 'linux' && libc === '-gnu') {
     assert.deepEqual(pick({}, 'arm64'), {
@@ -117,11 +117,11 @@ function tsc(args, cwd) {
 const TSC_BASE = ['--strict', '--target', 'ES2022', '--lib', 'ES2022,DOM', '--types', 'node'];
 
 // The error classes are exported so that users can throw them (a custom store, a test
-// double) and match them; lib/errors.cjs takes (key, message?, options?) and, for
+// double) and match them; lib/host/errors.cjs takes (key, message?, options?) and, for
 // LockStoreError, (key, method, message?, options?). index.d.ts declares no constructor,
 // so TypeScript offers Error's (message?, options?): the real calls do not compile, and
 // `new LockLostError('lease gone')` compiles with the message landing in `key`.
-test('index.d.ts declares the error classes with the constructors lib/errors.cjs has', () => {
+test('index.d.ts declares the error classes with the constructors lib/host/errors.cjs has', () => {
   const dir = scratch('ctor-types', {
     'errors.ts': [
       "import { LockNotAcquiredError, LockLostError, LockStoreError } from 'leasehold';",

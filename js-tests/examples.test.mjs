@@ -135,8 +135,8 @@ test('etcd-deploy: 4 deployers at once take turns; every fenced log write accept
 
 const browserMissing = chromiumMissing
   ? chromiumMissing
-  : !existsSync(fileURLToPath(new URL('../lib/browser.mjs', import.meta.url)))
-      ? 'lib/browser.mjs (the browser entry) is not there'
+  : !existsSync(fileURLToPath(new URL('../lib/entries/browser.mjs', import.meta.url)))
+      ? 'lib/entries/browser.mjs (the browser entry) is not there'
       : false;
 
 /** Starts examples/browser-tab/serve.mjs on a free port; resolves { url, stop }. */

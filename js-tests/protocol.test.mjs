@@ -1,4 +1,4 @@
-// lib/protocol.cjs decodes what the engine returns; core/tests/protocol.rs holds its
+// lib/host/protocol.cjs decodes what the engine returns; core/tests/protocol.rs holds its
 // constants to the Rust ones. These tests hold its decoders to what this engine
 // really answers: each status word and effect is read only through them.
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import leasehold from 'leasehold';
 
 const require = createRequire(import.meta.url);
-const P = require('../lib/protocol.cjs');
+const P = require('../lib/host/protocol.cjs');
 const { binding } = leasehold[Symbol.for('leasehold.internals')];
 const engineName = leasehold.engine;
 

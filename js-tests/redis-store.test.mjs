@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { createClient, createCluster } from 'redis';
-import { RedisLockStore } from '../lib/redis.mjs';
+import { RedisLockStore } from '../lib/stores/redis/index.mjs';
 import {
   call,
   commandStats,
@@ -215,7 +215,7 @@ describe('RedisLockStore constructor', () => {
   test('the CommonJS and ESM entries export the same class', async () => {
     const { createRequire } = await import('node:module');
     const require = createRequire(import.meta.url);
-    assert.equal(require('../lib/redis.cjs').RedisLockStore, RedisLockStore);
+    assert.equal(require('../lib/stores/redis/index.cjs').RedisLockStore, RedisLockStore);
   });
 });
 

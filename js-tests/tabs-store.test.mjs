@@ -1,6 +1,6 @@
 // TabLockStore (`leasehold/tabs`) in headless Chromium: pages of one origin and a
 // dedicated worker contend for one key through navigator.locks, with fencing tokens
-// from IndexedDB. The pages (js-tests/tabs/) run the wasm engine from lib/browser.mjs,
+// from IndexedDB. The pages (js-tests/tabs/) run the wasm engine from lib/entries/browser.mjs,
 // served from 127.0.0.1, and report to a fenced resource in IndexedDB that counts
 // overlaps and refuses stale tokens.
 //

@@ -1,7 +1,7 @@
-// The browser entry's lazy engine (lib/browser.mjs, lib/wasm-lazy.mjs), run in Node under
+// The browser entry's lazy engine (lib/entries/browser.mjs, lib/entries/wasm-lazy.mjs), run in Node under
 // the `browser` condition: `init({ wasm })` from every kind of source, executions that
 // wait for the load, what fails before it; and the wasm engine's durations, checked in
-// JavaScript (lib/durations.cjs), against the core's own check in the native addon.
+// JavaScript (lib/entries/durations.cjs), against the core's own check in the native addon.
 // Engine-independent (the browser entry is always wasm): runs once, on the wasm pass.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,8 +36,8 @@ function outcome(fn) {
 
 test("the wasm engine's durations are checked exactly as the core checks them", { skip }, () => {
   const require = createRequire(import.meta.url);
-  const { checkDuration } = require('../lib/durations.cjs');
-  const native = require('../lib/native.cjs').load();
+  const { checkDuration } = require('../lib/entries/durations.cjs');
+  const native = require('../lib/entries/native.cjs').load();
   // The addon throws plain Errors with a code; the host turns the code into the class.
   const core = (ms, text, arg, infiniteOk) => {
     const result = outcome(() => native.checkDuration(ms, text, arg, infiniteOk));

@@ -65,7 +65,7 @@ if [ "$zig" = yes ] && [ ! -x .cache/zigbuild/bin/cargo-zigbuild ]; then
   .cache/zigbuild/bin/pip install --quiet ziglang cargo-zigbuild
 fi
 
-host=$(node -e 'console.log(require("./lib/native.cjs").platformTriple())')
+host=$(node -e 'console.log(require("./lib/entries/native.cjs").platformTriple())')
 for row in "${selected[@]}"; do
   read -r triple target linker strip _ <<<"$row"
   out="npm/$triple/leasehold.$triple.node"

@@ -2,11 +2,11 @@
 # Builds the wasm engine into dist/wasm/, one module for every runtime:
 #   leasehold_wasm_bg.wasm  the module (the one copy the package ships)
 #   leasehold_wasm.cjs      wasm-bindgen --target nodejs glue: CommonJS, reads the module
-#                           next to it synchronously (lib/wasm-node.cjs: Node and Bun)
+#                           next to it synchronously (lib/entries/wasm-node.cjs: Node and Bun)
 #   leasehold_wasm.mjs      wasm-bindgen --target web glue: ESM, instantiated by the
-#                           browser, workerd and Deno entries (lib/wasm-*.mjs)
-#   host.mjs, durations.mjs, init-options.mjs  lib/host.cjs, lib/durations.cjs and
-#                           lib/init-options.cjs as ES modules
+#                           browser, workerd and Deno entries (lib/entries/wasm-*.mjs)
+#   host.mjs, durations.mjs, init-options.mjs  lib/host/api.cjs, lib/entries/durations.cjs
+#                           and lib/entries/init-options.cjs as ES modules
 #   size.json               the gzipped size of the module, and its budget
 # The .wasm is shrunk with wasm-opt (npm binaryen). Idempotent: when the cargo output
 # has not changed, only the (cheap) host bundles are regenerated.
@@ -98,9 +98,9 @@ else
   log "wrote $OUT/leasehold_wasm_bg.wasm and its two glues"
 fi
 
-node scripts/esm-host.mjs lib/host.cjs "$OUT/host.mjs"
-node scripts/esm-host.mjs lib/durations.cjs "$OUT/durations.mjs"
-node scripts/esm-host.mjs lib/init-options.cjs "$OUT/init-options.mjs"
+node scripts/esm-host.mjs lib/host/api.cjs "$OUT/host.mjs" lib
+node scripts/esm-host.mjs lib/entries/durations.cjs "$OUT/durations.mjs" lib
+node scripts/esm-host.mjs lib/entries/init-options.cjs "$OUT/init-options.mjs" lib
 
 raw_bytes=$(wc -c <"$OUT/leasehold_wasm_bg.wasm")
 gz_bytes=$(gzip -9c "$OUT/leasehold_wasm_bg.wasm" | wc -c)

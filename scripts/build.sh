@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p dist
 
 cargo build --release -p leasehold-node --quiet
-triple=$(node -e 'console.log(require("./lib/native.cjs").platformTriple())')
+triple=$(node -e 'console.log(require("./lib/entries/native.cjs").platformTriple())')
 addon="leasehold.$triple.node"
 # Copy, strip, then rename: a process that has the old addon loaded keeps its file.
 cp target/release/libleasehold_node.so "dist/$addon.tmp"

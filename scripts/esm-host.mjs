@@ -1,25 +1,26 @@
-// Generates an ES module from the CommonJS host (lib/host.cjs and what it requires), for
+// Generates an ES module from the CommonJS host (lib/host/api.cjs and what it requires), for
 // the wasm entries of runtimes that have no `require` (browsers, workerd, Deno). Each
 // CommonJS file is wrapped in a function scope with a tiny `require` that knows only
 // the files that one requires, so the host is written once and never copied by hand.
 //
-//   node scripts/esm-host.mjs lib/host.cjs dist/wasm/host.mjs
+//   node scripts/esm-host.mjs lib/host/api.cjs dist/wasm/host.mjs [root]
 //
-// Only relative requires of `.cjs` files in the entry's directory (or below it) are
-// allowed: the host must stay free of Node built-ins, since it runs everywhere. Writes
-// the output only when it changed.
+// Only relative requires of `.cjs` files under `root` (default: the entry's directory;
+// build-wasm.sh passes lib/, so the host may use lib/common/) are allowed: the host must
+// stay free of Node built-ins, since it runs everywhere. Writes the output only when it
+// changed.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 
-const [entryArg, outArg] = process.argv.slice(2);
+const [entryArg, outArg, rootArg] = process.argv.slice(2);
 if (!entryArg || !outArg) {
-  console.error('usage: node scripts/esm-host.mjs <entry.cjs> <out.mjs>');
+  console.error('usage: node scripts/esm-host.mjs <entry.cjs> <out.mjs> [root]');
   process.exit(2);
 }
 const entry = path.resolve(entryArg);
-// Modules are named by their path from the entry's directory ('host/pipeline.cjs').
-const root = path.dirname(entry);
+// Modules are named by their path from the root ('host/pipeline.cjs').
+const root = rootArg ? path.resolve(rootArg) : path.dirname(entry);
 const REQUIRE = /\brequire\(\s*(['"])([^'"]+)\1\s*\)/g;
 
 /** name -> { source, requires: { specifier: name } }, in dependency order (dependencies first). */
@@ -28,7 +29,7 @@ function collect(file, from) {
   const name = path.relative(root, file).split(path.sep).join('/');
   if (modules.has(name)) return name;
   if (name.startsWith('../') || !name.endsWith('.cjs')) {
-    throw new Error(`${from}: requires ${name}, not a .cjs file beside the entry; the host must not depend on anything else`);
+    throw new Error(`${from}: requires ${name}, not a .cjs file under ${path.relative(process.cwd(), root) || '.'}; the host must not depend on anything else`);
   }
   const source = fs.readFileSync(file, 'utf8');
   modules.set(name, undefined); // cycle guard

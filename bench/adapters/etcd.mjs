@@ -41,9 +41,9 @@ async function leaseholdLock({ client, ttlMs, waitMs }, engine) {
   if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
     throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
   }
-  const api = (await import('../../lib/index.mjs')).default;
+  const api = (await import('../../lib/entries/index.mjs')).default;
   if (api.engine !== engine) throw new Error(`asked for the ${engine} engine, got ${api.engine}`);
-  const { EtcdLockStore } = await import('../../lib/etcd.mjs');
+  const { EtcdLockStore } = await import('../../lib/stores/etcd/index.mjs');
   const store = new EtcdLockStore({ client, prefix: 'bench' });
   const pipeline = new api.ResiliencePipelineBuilder().addLock({ ttl: ttlMs, wait: waitMs, store }).build();
   return {

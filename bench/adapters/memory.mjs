@@ -133,7 +133,7 @@ async function leaseholdLock({ singleKey, wait }, engine, form) {
   if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
     throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
   }
-  const api = (await import('../../lib/index.mjs')).default;
+  const api = (await import('../../lib/entries/index.mjs')).default;
   if (api.engine !== engine) throw new Error(`asked for the ${engine} engine, got ${api.engine}`);
   // withLock as its README shows it, defaults and all (scenario 1 only: it never waits).
   if (form === 'withlock') return (key, fn) => api.withLock(key, fn);
@@ -172,7 +172,7 @@ export async function createMemoryLock(name, { singleKey, wait = 0 } = {}) {
 /** Entries the leasehold engine keeps in its default memory store (0 for the others). */
 export async function engineEntries(name) {
   if (!name.startsWith('leasehold')) return undefined;
-  const api = (await import('../../lib/index.mjs')).default;
+  const api = (await import('../../lib/entries/index.mjs')).default;
   const internals = api[Symbol.for('leasehold.internals')];
   return internals.hostOf(undefined).engine.memEntries(0);
 }

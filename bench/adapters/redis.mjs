@@ -144,9 +144,9 @@ async function leaseholdLock({ client, ttlMs, waitMs, onLost }, engine, storeOpt
   if ((process.env.LEASEHOLD_ENGINE ?? '') !== engine) {
     throw new Error(`leasehold-${engine} needs LEASEHOLD_ENGINE=${engine} before import`);
   }
-  const api = (await import('../../lib/index.mjs')).default;
+  const api = (await import('../../lib/entries/index.mjs')).default;
   if (api.engine !== engine) throw new Error(`asked for the ${engine} engine, got ${api.engine}`);
-  const { RedisLockStore } = await import('../../lib/redis.mjs');
+  const { RedisLockStore } = await import('../../lib/stores/redis/index.mjs');
   const store = new RedisLockStore({ client, prefix: 'bench', ...storeOptions });
   const pipeline = new api.ResiliencePipelineBuilder()
     .addLock({ ttl: ttlMs, wait: waitMs, store, onLockLost: onLost ? () => onLost() : undefined, ...lockOptions })

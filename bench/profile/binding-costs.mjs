@@ -16,7 +16,7 @@
 //                in the status word), finish (the release's request in the status word:
 //                the host kept the acquire's key and owner), answerRelease (direct:
 //                ANSWERED_VALUE in the status word); none takes an effect
-// Status words and effects are decoded by lib/protocol.cjs, as the host decodes them,
+// Status words and effects are decoded by lib/host/protocol.cjs, as the host decodes them,
 // and every one is checked, so a change of the binding API fails loudly instead of
 // measuring something else. Each engine runs
 // `rounds` times, alternating; the table shows medians, in µs per call, with the cost of
@@ -53,7 +53,7 @@ const {
   describeEffect,
   effectExec,
   runToken,
-} = require('../../lib/protocol.cjs');
+} = require('../../lib/host/protocol.cjs');
 const FOREVER = -1;
 // The timer actions a status may carry beside a call's result.
 const TIMER_BITS = STATUS_HOST_BITS & ~EFFECTS;
@@ -218,11 +218,11 @@ function measure(binding) {
   return Object.fromEntries(Object.entries(t).map(([k, v]) => [k, us(v)]));
 }
 
-// Each binding with the fast paths the host installs (lib/fast-calls.cjs).
-const { withFastCalls } = require('../../lib/fast-calls.cjs');
+// Each binding with the fast paths the host installs (lib/host/fast-calls.cjs).
+const { withFastCalls } = require('../../lib/host/fast-calls.cjs');
 const engines = {
-  native: () => withFastCalls(require('../../lib/native.cjs').load()),
-  wasm: () => withFastCalls(require('../../lib/wasm-node.cjs').load()),
+  native: () => withFastCalls(require('../../lib/entries/native.cjs').load()),
+  wasm: () => withFastCalls(require('../../lib/entries/wasm-node.cjs').load()),
 };
 const rounds = 3;
 const results = { native: [], wasm: [] };

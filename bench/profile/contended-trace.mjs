@@ -26,8 +26,8 @@ import { connect } from '../support/redis-client.mjs';
 const SELF = fileURLToPath(import.meta.url);
 
 async function worker({ port, key, count, linger, warmup, episodes }) {
-  const api = (await import('../../lib/index.mjs')).default;
-  const { RedisLockStore } = await import('../../lib/redis.mjs');
+  const api = (await import('../../lib/entries/index.mjs')).default;
+  const { RedisLockStore } = await import('../../lib/stores/redis/index.mjs');
   const client = await connect(port);
   const store = new RedisLockStore({ client, prefix: 'trace' });
   const c = { tries: 0, triesInWake: 0, triesInTimer: 0, grants: 0, grantsOnRelease: 0, subscribes: 0, unsubscribes: 0, wakes: 0, wakesIdle: 0, sameAsLast: 0 };

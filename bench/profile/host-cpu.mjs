@@ -48,7 +48,7 @@ function variantRun(variant, client) {
       await client.evalsha('release', 4, ...keys, OWNER, '10 1 ');
     };
   }
-  const { RedisLockStore } = require('../../lib/redis.cjs');
+  const { RedisLockStore } = require('../../lib/stores/redis/index.cjs');
   const store = new RedisLockStore({ client, prefix: 'b' });
   if (variant === 'store') {
     return async () => {

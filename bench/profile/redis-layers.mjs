@@ -5,7 +5,7 @@
 //   floor-args     floor-eval with as many keys and arguments as leasehold's ACQUIRE
 //                  and RELEASE (4 keys + 3 and 4 keys + 2), the scripts unchanged:
 //                  what the arguments alone cost
-//   scripts        leasehold's own ACQUIRE + RELEASE scripts (read from lib/redis.cjs),
+//   scripts        leasehold's own ACQUIRE + RELEASE scripts (read from lib/stores/redis/index.cjs),
 //                  sent with EVALSHA straight from ioredis: the server-side cost
 //   store          RedisLockStore.acquire + release called directly: + the store's JS
 //   pipeline-noals the engine and host without AsyncLocalStorage: + the engine
@@ -26,7 +26,7 @@ const SELF = fileURLToPath(import.meta.url);
 const require = createRequire(import.meta.url);
 
 function leaseholdScript(name) {
-  const { RedisLockStore } = require('../../lib/redis.cjs');
+  const { RedisLockStore } = require('../../lib/stores/redis/index.cjs');
   return RedisLockStore[Symbol.for('leasehold.redis.scripts')][name];
 }
 
@@ -65,7 +65,7 @@ async function variantRun(variant, client) {
       await client.evalsha(release, 4, ...keys, owner, '10 1 ');
     };
   }
-  const { RedisLockStore } = require('../../lib/redis.cjs');
+  const { RedisLockStore } = require('../../lib/stores/redis/index.cjs');
   const store = new RedisLockStore({ client, prefix: 'bench' });
   if (variant === 'store') {
     const owner = '0123456789abcdef0123456789abcdef';

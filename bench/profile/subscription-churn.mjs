@@ -12,7 +12,7 @@ import { startRedisServer } from '../../js-tests/support/redis.mjs';
 
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis');
-const { RedisLockStore } = await import('../../lib/redis.mjs');
+const { RedisLockStore } = await import('../../lib/stores/redis/index.mjs');
 
 const N = Number(process.argv[2] ?? 20_000);
 const server = await startRedisServer();

@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
  * (`asyncLocalStorage: false`: no promise hooks, as in browsers).
  */
 export function hostApi({ engine = process.env.LEASEHOLD_ENGINE || 'native', asyncLocalStorage = true } = {}) {
-  const { createApi } = require('../../lib/host.cjs');
-  const binding = engine === 'native' ? require('../../lib/native.cjs').load() : require('../../lib/wasm-node.cjs').load();
+  const { createApi } = require('../../lib/host/api.cjs');
+  const binding = engine === 'native' ? require('../../lib/entries/native.cjs').load() : require('../../lib/entries/wasm-node.cjs').load();
   return createApi(binding, { engine, AsyncLocalStorage: asyncLocalStorage ? AsyncLocalStorage : undefined });
 }

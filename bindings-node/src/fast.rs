@@ -3,7 +3,7 @@
 //! callbacks. napi-rs wraps each class method in borrow tracking, class-identity checks
 //! and argument conversions that cost more than the engine's own work on this path;
 //! these callbacks read up to three arguments, call the engine and return one value.
-//! `lib/native.cjs` installs them on the class's prototype under the names the host
+//! `lib/entries/native.cjs` installs them on the class's prototype under the names the host
 //! calls, so both bindings still list the same methods.
 //!
 //! Safety: the receiver is found with `napi_unwrap` and accepted only if it is a live

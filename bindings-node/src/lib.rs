@@ -1,7 +1,7 @@
 //! The Node addon: the core's [`Engine`] as a class, called on the JS thread.
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
-//! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the wasm
+//! shared JavaScript host (`lib/host/api.cjs`) drives it exactly as it drives the wasm
 //! build, so both list the same methods: those they share come from one table
 //! (`leasehold_core::binding_surface!`); this file adds the constructor, and `fast.rs`
 //! the calls every execution makes.
@@ -164,7 +164,7 @@ impl NativeEngine {
 }
 
 /// Lets `engine` take the fast calls (`fast.rs`: `startDefined`, `finish`, `token`,
-/// `layerOwner`, `answerAcquire`, `answerRelease`), which `lib/native.cjs` installs on
+/// `layerOwner`, `answerAcquire`, `answerRelease`), which `lib/entries/native.cjs` installs on
 /// the prototype.
 #[napi(catch_unwind)]
 pub fn enable_fast(engine: &mut NativeEngine) {

@@ -2,7 +2,7 @@
 //! and any runtime without the native addon.
 //!
 //! Every method converts its arguments, calls the core and converts the result. The
-//! shared JavaScript host (`lib/host.cjs`) drives it exactly as it drives the Node addon,
+//! shared JavaScript host (`lib/host/api.cjs`) drives it exactly as it drives the Node addon,
 //! so both list the same methods under the same JavaScript names: those they share come
 //! from one table (`leasehold_core::binding_surface!`); this file adds the constructor
 //! and the calls every execution makes, in forms that answer a plain number.
@@ -152,7 +152,7 @@ impl WasmEngine {
     /// `startDefined` answering a plain number: wasm-bindgen returns a `Result` or an
     /// `Option` to JavaScript as an array, one allocation per call, and these calls are
     /// made for every execution. -1 on error, which `takeError` then returns.
-    /// `lib/fast-calls.cjs` installs them as `startDefined`, `finish` and `token`.
+    /// `lib/host/fast-calls.cjs` installs them as `startDefined`, `finish` and `token`.
     #[wasm_bindgen(js_name = startDefinedFast)]
     pub fn start_defined_fast(&mut self, exec: u32, options: u32, lock: u32) -> f64 {
         let result = self.start_defined(exec, options, lock);

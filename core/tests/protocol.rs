@@ -1,11 +1,11 @@
 //! The engine↔host protocol is defined twice, in core/src/host/mod.rs and in
-//! lib/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
+//! lib/host/protocol.cjs (which decodes it for the JavaScript host): this test fails when the
 //! two disagree, or when either gains a constant the other lacks.
 
 use leasehold_core::host::{exec_option, flat, status, store_kind, DIRECT, LINGER_UNIT};
 use std::collections::BTreeMap;
 
-/// Every constant of the protocol, by its name in lib/protocol.cjs.
+/// Every constant of the protocol, by its name in lib/host/protocol.cjs.
 fn rust_constants() -> BTreeMap<&'static str, f64> {
     let u = f64::from;
     let z = |n: usize| n as f64;
@@ -83,11 +83,11 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
     ])
 }
 
-/// The `const NAME = <integer>;` lines of lib/protocol.cjs (derived constants, written
+/// The `const NAME = <integer>;` lines of lib/host/protocol.cjs (derived constants, written
 /// as expressions, are left out: they follow from these).
 fn js_constants() -> BTreeMap<String, f64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../lib/protocol.cjs");
-    let source = std::fs::read_to_string(path).expect("lib/protocol.cjs is readable");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../lib/host/protocol.cjs");
+    let source = std::fs::read_to_string(path).expect("lib/host/protocol.cjs is readable");
     let mut found = BTreeMap::new();
     for line in source.lines() {
         let Some(rest) = line.strip_prefix("const ") else { continue };
@@ -96,10 +96,10 @@ fn js_constants() -> BTreeMap<String, f64> {
         let Ok(value) = value.parse::<i64>() else { continue };
         assert!(
             name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
-            "lib/protocol.cjs: constant {name} is not named in capitals"
+            "lib/host/protocol.cjs: constant {name} is not named in capitals"
         );
         let previous = found.insert(name.to_owned(), value as f64);
-        assert!(previous.is_none(), "lib/protocol.cjs defines {name} twice");
+        assert!(previous.is_none(), "lib/host/protocol.cjs defines {name} twice");
     }
     found
 }
@@ -111,14 +111,14 @@ fn js_and_rust_define_the_same_protocol() {
     let mut wrong = Vec::new();
     for (name, value) in &rust {
         match js.get(*name) {
-            None => wrong.push(format!("{name} = {value} is missing from lib/protocol.cjs")),
-            Some(v) if v != value => wrong.push(format!("{name} is {v} in lib/protocol.cjs but {value} in Rust")),
+            None => wrong.push(format!("{name} = {value} is missing from lib/host/protocol.cjs")),
+            Some(v) if v != value => wrong.push(format!("{name} is {v} in lib/host/protocol.cjs but {value} in Rust")),
             Some(_) => {}
         }
     }
     for name in js.keys() {
         if !rust.contains_key(name.as_str()) {
-            wrong.push(format!("lib/protocol.cjs defines {name}, which core/tests/protocol.rs does not check"));
+            wrong.push(format!("lib/host/protocol.cjs defines {name}, which core/tests/protocol.rs does not check"));
         }
     }
     assert!(wrong.is_empty(), "the protocol disagrees:\n{}", wrong.join("\n"));

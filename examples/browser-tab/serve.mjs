@@ -1,5 +1,5 @@
 // A tiny static file server for this example: serves the repository root on 127.0.0.1
-// (the page needs /lib/browser.mjs and /dist/wasm/ next to it).
+// (the page needs /lib/entries/browser.mjs and /dist/wasm/ next to it).
 //
 //   node examples/browser-tab/serve.mjs        then open the printed URL
 //   PORT=0 picks a free port.

@@ -1,8 +1,8 @@
 // The Worker of js-tests/durable-object-store.test.mjs, run by miniflare: requests lock
 // keys through DurableObjectLockStore, and report what they saw. Isolate-wide counters
 // find overlaps (miniflare runs one isolate; the Durable Object is what coordinates).
-import { ResiliencePipelineBuilder, getLockToken, acquireLock, withLock, MemoryLockStore, FakeTimeProvider } from '../../lib/workerd.mjs';
-import { DurableObjectLockStore, LockDurableObject } from '../../lib/durable-object.mjs';
+import { ResiliencePipelineBuilder, getLockToken, acquireLock, withLock, MemoryLockStore, FakeTimeProvider } from '../../lib/entries/workerd.mjs';
+import { DurableObjectLockStore, LockDurableObject } from '../../lib/stores/durable-object/index.mjs';
 
 export { LockDurableObject };
 

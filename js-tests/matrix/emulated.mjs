@@ -47,7 +47,7 @@ for (const [triple, platform] of Object.entries(EMULATED)) {
   const results = [...packed.checks.filter((c) => c.name !== 'tarballs')];
   // The matrix scenario, imported by name from the installed copy.
   for (const file of ['harness.mjs', 'scenario.mjs']) fs.copyFileSync(path.join(here, file), path.join(packed.project, file));
-  const exportNames = Object.keys(await import(pathToFileURL(path.join(root, 'lib', 'index.mjs')).href)).filter((n) => n !== 'default');
+  const exportNames = Object.keys(await import(pathToFileURL(path.join(root, 'lib', 'entries', 'index.mjs')).href)).filter((n) => n !== 'default');
   const config = { specifier: 'leasehold', engine: 'native', ambientAcrossAwait: true, exportNames, packageRoot: pathToFileURL(`${packed.packageDir}/`).href };
   const r = spawnSync(node[0], [...node.slice(1), path.join(packed.project, 'harness.mjs')], {
     cwd: packed.project,

@@ -32,7 +32,7 @@ function pack(dir, destination) {
  * (a command that runs a Node of that platform, e.g. under qemu) for another one.
  */
 export function installPacked(root, { triple: wanted, npmArgs = [], node = [process.execPath] } = {}) {
-  const { platformTriple, addonFile } = require(path.join(root, 'lib', 'native.cjs'));
+  const { platformTriple, addonFile } = require(path.join(root, 'lib', 'entries', 'native.cjs'));
   const triple = wanted ?? platformTriple();
   const platformDir = path.join(root, 'npm', triple);
   if (!fs.existsSync(path.join(platformDir, addonFile(triple)))) {

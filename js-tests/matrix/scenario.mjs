@@ -7,7 +7,7 @@
 //   ambientAcrossAwait  whether getLockToken() without a context survives an `await`
 //                     (true where AsyncLocalStorage exists; false in browsers)
 //   memoryWaits       false where a wait on the memory store is refused (workerd)
-//   exportNames       the names lib/index.mjs exports; every entry must export the same
+//   exportNames       the names lib/entries/index.mjs exports; every entry must export the same
 // `prepared` is what `prepare(api)` returned when the harness called it at module load.
 // Resolves to [{ name, ok, detail }], one per check; never rejects.
 
@@ -69,7 +69,7 @@ export function prepare(api) {
 }
 
 const checks = {
-  /** The entry exports what lib/index.mjs exports, and picked the expected engine. */
+  /** The entry exports what lib/entries/index.mjs exports, and picked the expected engine. */
   async entry(api, config) {
     const names = Object.keys(api).filter((n) => n !== 'default').sort();
     const expected = [...config.exportNames].sort();

@@ -1,7 +1,7 @@
 // What a page or a dedicated worker of js-tests/tabs-store.test.mjs does: it locks one key
 // through a TabLockStore on the wasm engine, and reports to the fenced resource.
-import { ResiliencePipelineBuilder, getLockToken, isRejection } from '/lib/browser.mjs';
-import { TabLockStore } from '/lib/tabs.mjs';
+import { ResiliencePipelineBuilder, getLockToken, isRejection } from '/lib/entries/browser.mjs';
+import { TabLockStore } from '/lib/stores/tabs/index.mjs';
 import * as resource from './resource.mjs';
 
 const store = new TabLockStore({ prefix: 'tabs-test' });

@@ -57,7 +57,7 @@ function shown(url) {
 
 async function openRedis({ target, cluster }, options) {
   const Redis = load('ioredis', 'redis');
-  const { RedisLockStore } = require('../redis.cjs');
+  const { RedisLockStore } = require('../stores/redis/index.cjs');
   const url = new URL(target);
   const what = `Redis at ${shown(target)}`;
   const once = { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: TIMEOUT_MS };
@@ -92,7 +92,7 @@ async function openRedis({ target, cluster }, options) {
 
 async function openPostgres({ target }, options) {
   const pg = load('pg', 'postgres');
-  const { PostgresLockStore } = require('../postgres.cjs');
+  const { PostgresLockStore } = require('../stores/postgres/index.cjs');
   const what = `PostgreSQL at ${shown(target)}`;
   const client = new pg.Client({ connectionString: target, connectionTimeoutMillis: TIMEOUT_MS, query_timeout: TIMEOUT_MS });
   client.on('error', () => {});
@@ -115,7 +115,7 @@ async function openPostgres({ target }, options) {
 
 async function openEtcd({ target }, options) {
   const { Etcd3 } = load('etcd3', 'etcd');
-  const { EtcdLockStore } = require('../etcd.cjs');
+  const { EtcdLockStore } = require('../stores/etcd/index.cjs');
   const what = `etcd at ${target.join(',')}`;
   const client = new Etcd3({ hosts: target, dialTimeout: TIMEOUT_MS });
   try {

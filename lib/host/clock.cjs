@@ -2,7 +2,7 @@
 // Time sources: the system clock's engine host, made on first use, and FakeTimeProvider,
 // a clock that moves only when told to, each with an engine host of its own.
 
-const { describe } = require('../describe.cjs');
+const { describe } = require('../common/describe.cjs');
 const { HOST } = require('./symbols.cjs');
 
 // A fraction within a nanosecond of the next millisecond is float error, not time:
@@ -16,7 +16,7 @@ function splitMillis(ms) {
   return { whole, fraction: ms - whole };
 }
 
-/** The time source classes of one API; `api` is its shared context (lib/host.cjs). */
+/** The time source classes of one API; `api` is its shared context (lib/host/api.cjs). */
 function defineClocks(api) {
   const { EngineHost } = api;
   // The system clock's host, created on first use.

@@ -4,8 +4,8 @@
 // LeaseExecution of a manual lease is in lease.cjs). ResilienceContext is what a
 // callback sees, and getLockToken finds the context code runs under.
 
-const { LockNotAcquiredError, LockLostError, LockStoreError } = require('../errors.cjs');
-const { describe } = require('../describe.cjs');
+const { LockNotAcquiredError, LockLostError, LockStoreError } = require('./errors.cjs');
+const { describe } = require('../common/describe.cjs');
 const { runCallback } = require('./callbacks.cjs');
 const {
   statusOf,
@@ -16,7 +16,7 @@ const {
   finishSettlement,
   finishHandsOff,
   finishCallsStore,
-} = require('../protocol.cjs');
+} = require('./protocol.cjs');
 
 /** The key of the fencing token in `context.properties`. */
 const LOCK_TOKEN = 'leasehold.lockToken';
@@ -29,7 +29,7 @@ function unrenewed(key, failure) {
 }
 
 /**
- * The execution classes of one API; `api` is its shared context (lib/host.cjs):
+ * The execution classes of one API; `api` is its shared context (lib/host/api.cjs):
  * `fromEngine`, `ambient` (an AsyncLocalStorage, where the runtime has one) and
  * `syncContext` (the context whose callback runs synchronously right now), which
  * Execution#run sets.
@@ -43,7 +43,7 @@ function defineExecutions(api) {
    *   run(token)         every lock is held (token: the innermost fencing token, or
    *                      undefined: ask the engine)
    *   lost(layer)        lock `layer` is lost
-   *   settled(fx)        the engine settled it: a `settled` record of lib/protocol.cjs
+   *   settled(fx)        the engine settled it: a `settled` record of lib/host/protocol.cjs
    *   fail(error)        it fails with `error`: the host could not carry out its part
    *   retire(failure)    the engine died; nothing renews or settles it any more
    * and may override extended(ok) (an extend() answered) and event(fx, thrown) (a

@@ -3,8 +3,8 @@
 // callback: it runs by resolving a LeaseHandle), which its holder releases and extends
 // by hand.
 
-const { LockLostError } = require('../errors.cjs');
-const { describe, checkOptionNames } = require('../describe.cjs');
+const { LockLostError } = require('./errors.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 const {
   statusOf,
   STARTED_RUNNING,
@@ -15,7 +15,7 @@ const {
   OPTION_RENEW,
   OPTION_MANUAL,
   STORE_MEMORY,
-} = require('../protocol.cjs');
+} = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore } = require('./options.cjs');
 const { unrenewed } = require('./execution.cjs');
@@ -24,7 +24,7 @@ function falsy() {
   return false;
 }
 
-/** `acquireLock` and its classes, for one API; `api` is its shared context (lib/host.cjs). */
+/** `acquireLock` and its classes, for one API; `api` is its shared context (lib/host/api.cjs). */
 function defineLeases(api) {
   const { fromEngine, nested, hostOf, MemoryLockStore, HostedExecution, checkDuration, checkTtl, refuseMemoryWait } = api;
 

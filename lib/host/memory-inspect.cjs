@@ -3,7 +3,7 @@
 // queues (`memInspect`, `memList`); this module only reads the flat answer
 // (core/src/inspection.rs, `Inspection::into_words`) into the objects users get.
 
-const { checkListOptions } = require('../inspect-options.cjs');
+const { checkListOptions } = require('../common/list-options.cjs');
 
 /** How many keys one `memList` call returns: a page of `list`. */
 const PAGE = 256;

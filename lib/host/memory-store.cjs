@@ -2,8 +2,8 @@
 // MemoryLockStore: the in-process store, native to the engine. Its leases live in the
 // engine of its time source; this class only checks arguments and asks that engine.
 
-const { MEMORY_RELEASED } = require('../protocol.cjs');
-const { describe, checkOptionNames } = require('../describe.cjs');
+const { MEMORY_RELEASED } = require('./protocol.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { HOST, STORE_ID, TIME_PROVIDER } = require('./symbols.cjs');
 const { checkKey } = require('./options.cjs');
 const { memoryInspector } = require('./memory-inspect.cjs');
@@ -19,7 +19,7 @@ function handOver(store, key) {
   store[HOST].fast.handOverKey(store[STORE_ID], key);
 }
 
-/** The MemoryLockStore class of one API; `api` is its shared context (lib/host.cjs). */
+/** The MemoryLockStore class of one API; `api` is its shared context (lib/host/api.cjs). */
 function defineMemoryLockStore(api) {
   const { hostOf, checkDuration } = api;
 

@@ -2,9 +2,9 @@
 // Checks of what users pass in: durations, keys, stores and option names. Each throws
 // a TypeError or RangeError naming the argument; none touches an engine's state.
 
-const { checkWellFormed } = require('../well-formed.cjs');
-const { describe } = require('../describe.cjs');
-const { LOCK_LINGER_UNIT } = require('../protocol.cjs');
+const { checkWellFormed } = require('../common/well-formed.cjs');
+const { describe } = require('../common/describe.cjs');
+const { LOCK_LINGER_UNIT } = require('./protocol.cjs');
 
 /** A lock's ttl when `addLock` is given none. */
 const DEFAULT_TTL = 30_000;
@@ -32,7 +32,7 @@ function checkStore(store) {
 /**
  * The checks that need the engine (durations are parsed by the core, so that every
  * engine reads them alike) or the API's classes: `api` is the API's shared context
- * (lib/host.cjs).
+ * (lib/host/api.cjs).
  */
 function createChecks(api) {
   const { binding, fromEngine } = api;
@@ -61,7 +61,7 @@ function createChecks(api) {
   }
 
   /**
-   * Where a wait on an in-process store cannot be served (workerd: see lib/workerd.mjs,
+   * Where a wait on an in-process store cannot be served (workerd: see lib/entries/workerd.mjs,
    * `memoryWaitRefused`), a lock that would wait on the system clock's memory store
    * throws the reason at once.
    */

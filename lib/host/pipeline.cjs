@@ -3,8 +3,8 @@
 // ResiliencePipeline#execute starts an Execution under them (execution.cjs) and hands
 // what the engine's first answer asks for to the engine host.
 
-const { describe, checkOptionNames } = require('../describe.cjs');
-const { checkWellFormed } = require('../well-formed.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
+const { checkWellFormed } = require('../common/well-formed.cjs');
 const {
   statusOf,
   payloadOf,
@@ -15,13 +15,13 @@ const {
   OPTION_TELEMETRY,
   OPTION_DIRECT,
   STORE_MEMORY,
-} = require('../protocol.cjs');
+} = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
 const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
 
 /**
- * The pipeline classes of one API; `api` is its shared context (lib/host.cjs), whose
+ * The pipeline classes of one API; `api` is its shared context (lib/host/api.cjs), whose
  * execution classes and checks they use.
  */
 function definePipelines(api) {

@@ -3,7 +3,7 @@
 // `watch` effect subscribes (`store.subscribe(key, wake)`), and each announcement or
 // grant is handed to the engine, which decides which waiter it wakes.
 
-const { GRANT_CLAIMED, STORE_ANNOUNCING, STORE_GRANTING } = require('../protocol.cjs');
+const { GRANT_CLAIMED, STORE_ANNOUNCING, STORE_GRANTING } = require('./protocol.cjs');
 
 /** A grant as a store that grants on release passes it to its `subscribe` listener. */
 function isGrant(grant) {

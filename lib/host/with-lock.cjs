@@ -2,15 +2,15 @@
 // withLock: one lock around one function, or a method decorator; a pipeline of one lock
 // built per call or per decorated method.
 
-const { isRejection } = require('../errors.cjs');
-const { describe, checkOptionNames } = require('../describe.cjs');
+const { isRejection } = require('./errors.cjs');
+const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { TIME_PROVIDER } = require('./symbols.cjs');
 const { DEFAULT_TTL, WITH_LOCK_OPTIONS } = require('./options.cjs');
 
 /** withLock's first argument is its key (not its options). */
 const isKey = (value) => typeof value === 'string' || typeof value === 'function';
 
-/** `withLock` for one API; `api` is its shared context (lib/host.cjs). */
+/** `withLock` for one API; `api` is its shared context (lib/host/api.cjs). */
 function defineWithLock(api) {
   const { MemoryLockStore, ResiliencePipelineBuilder } = api;
 

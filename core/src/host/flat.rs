@@ -18,7 +18,7 @@
 //! | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
 //! | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
 //!
-//! The codes are named in the modules below; lib/protocol.cjs decodes them, and
+//! The codes are named in the modules below; lib/host/protocol.cjs decodes them, and
 //! core/tests/protocol.rs checks that both sides agree.
 
 use crate::engine::Engine;

@@ -1,7 +1,7 @@
 //! What both bindings share at their boundary, so that the napi and wasm bindings only
 //! convert types: the numbers of the protocol (this file), the decoding of lock
 //! arguments ([`args`]), the status word each call returns ([`words`]) and the flat
-//! form of effects ([`flat`]). lib/protocol.cjs names every number here the same way,
+//! form of effects ([`flat`]). lib/host/protocol.cjs names every number here the same way,
 //! and core/tests/protocol.rs fails when the two disagree.
 
 mod args;

@@ -1,5 +1,0 @@
-// ESM entry of `leasehold/etcd`. The implementation lives in ./etcd.cjs so that
-// `import` and `require` share one class (instanceof works across both).
-import cjs from './etcd.cjs';
-
-export const EtcdLockStore = cjs.EtcdLockStore;

@@ -1,5 +1,0 @@
-// ESM entry of `leasehold/postgres`. The implementation lives in ./postgres.cjs so that
-// `import` and `require` share one class (instanceof works across both).
-import cjs from './postgres.cjs';
-
-export const PostgresLockStore = cjs.PostgresLockStore;
