@@ -133,3 +133,20 @@ test('in workerd a wait on the memory store is refused at once, saying why and w
   assert.match(refusals.badNamespace, /^TypeError: namespace must be a Durable Object namespace binding/);
   assert.match(refusals.badOption, /^TypeError: DurableObjectLockStore has no option "prefx"; its options are namespace, prefix/);
 });
+
+test('inspect: the holder and both waiters in queue order; a missing key; list refused', { skip, timeout: 30_000 }, async () => {
+  const seen = await get('/inspect?key=inspected');
+  const { lease, shown, during } = seen;
+  assert.deepEqual(shown.holders.map((h) => [h.owner, h.fencingToken]), [[lease.owner, lease.fencingToken]]);
+  assert.ok(shown.holders[0].ttl > 0 && shown.holders[0].ttl <= 10_000);
+  assert.equal(shown.waiters.length, 2);
+  assert.ok(shown.waiters[0].since <= shown.waiters[1].since && shown.waiters[1].since <= seen.now, 'since: the object clock, in order');
+  const owners = shown.waiters.map((w) => w.owner);
+  assert.equal(new Set([lease.owner, ...owners]).size, 3);
+  assert.deepEqual(during.map((d) => d.holders[0].owner), owners, 'each waiter held it in the order shown');
+  assert.ok(during[0].holders[0].fencingToken > lease.fencingToken);
+  assert.deepEqual(during[0].waiters.map((w) => w.owner), [owners[1]]);
+  assert.equal(seen.missing, null);
+  assert.equal(seen.afterwards, null);
+  assert.match(seen.list, /^TypeError: DurableObjectLockStore cannot list keys/);
+});

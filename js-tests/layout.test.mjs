@@ -45,6 +45,7 @@ const ALLOWED = {
   host: ['host', 'common'],
   stores: ['stores', 'common'],
   entries: ['entries', 'host', 'common'],
+  cli: ['cli', 'stores', 'common'],
   testing: ['testing', 'common'],
 };
 

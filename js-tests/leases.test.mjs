@@ -25,7 +25,7 @@ describe('acquireLock', () => {
     const store = new MemoryLockStore({ timeProvider: clock });
     const lease = await acquireLock(store, 'job', '10s');
     assert.equal(lease.key, 'job');
-    assert.match(lease.owner, /^[0-9a-f]{32}$/);
+    assert.match(lease.owner, /^([^:]+:[\d.]+:)?[0-9a-f]{32}$/, "host:pid:, then 32 random hex digits");
     assert.equal(typeof lease.fencingToken, 'number');
     assert.equal(await acquireLock(store, 'job', '10s'), undefined);
     assert.equal(await store.isLocked('job'), true);

@@ -442,7 +442,7 @@ describe('release', () => {
     await pipeline.execute(() => 1);
     const owners = store.calls.filter((c) => c.method === 'acquire').map((c) => c.owner);
     assert.equal(new Set(owners).size, 2);
-    assert.match(owners[0], /^[0-9a-f]{32}$/);
+    assert.match(owners[0], /^([^:]+:[\d.]+:)?[0-9a-f]{32}$/, "host:pid:, then 32 random hex digits");
   });
 });
 

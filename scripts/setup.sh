@@ -15,6 +15,8 @@ compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_packages+=(pos
 command -v chromium >/dev/null || apt_packages+=(chromium)
 command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 command -v etcd >/dev/null || apt_packages+=(etcd-server)
+# The CLI test drives `leasehold inspect --watch` in a terminal of its own.
+command -v tmux >/dev/null || apt_packages+=(tmux)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   log "apt-get install ${apt_packages[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,7 +1,7 @@
 // Type declarations for `leasehold/durable-object` (Cloudflare Workers). Written by hand;
 // they import nothing from @cloudflare/workers-types: the binding and the object's
 // context are described by the few members used.
-import type { LockGrant, LockStore } from './index.mjs';
+import type { InspectedHolder, InspectedWaiter, LockGrant, LockInspection, LockStore } from './index.mjs';
 
 /** The part of a Durable Object namespace binding (`env.LOCKS`) the store uses. */
 export interface DurableObjectNamespaceLike {
@@ -23,6 +23,8 @@ export declare class LockDurableObject {
   isLocked(): boolean;
   ttl(): number | undefined;
   queueLength(): number;
+  /** The live lease and the queued owners still asking, read only; null when neither. */
+  inspect(): { holders: InspectedHolder[]; waiters: InspectedWaiter[] } | null;
 }
 
 export interface DurableObjectLockStoreOptions {
@@ -44,4 +46,8 @@ export declare class DurableObjectLockStore implements LockStore {
   ttl(key: string): Promise<number | undefined>;
   /** How many owners wait for `key` (advisory). */
   queueLength(key: string): Promise<number>;
+  /** The holder of `key` and its queued waiters (`since`: the object's clock), `undefined` when none. */
+  inspect(key: string): Promise<LockInspection | undefined>;
+  /** Always throws `TypeError`: a Durable Object namespace cannot list its objects. */
+  list(options?: unknown): never;
 }

@@ -1,5 +1,6 @@
 // Type declarations for `leasehold/etcd`. Written by hand; they import nothing from
 // `etcd3`: the client is described by the few members the store uses.
+import type { InspectableStore, ListOptions, LockInspection } from './index';
 
 /**
  * An `Etcd3` client from the `etcd3` package (1.x), or one of its namespaces
@@ -51,7 +52,7 @@ export interface EtcdLockGrant {
  *   the owner's lease is gone.
  * - Invalid arguments: `TypeError` or `RangeError`, naming the argument.
  */
-export declare class EtcdLockStore {
+export declare class EtcdLockStore implements InspectableStore {
   /** @throws {TypeError} when `client` or `prefix` is invalid, or an option name is unknown. */
   constructor(options: EtcdLockStoreOptions);
 
@@ -78,6 +79,15 @@ export declare class EtcdLockStore {
 
   /** Milliseconds left on the holder's lease, in whole seconds; `undefined` when free (advisory). */
   ttl(key: string): Promise<number | undefined>;
+
+  /**
+   * The holder (its create revision is its token; time left in whole seconds) and the
+   * waiters in queue order (etcd records no time: no `since`).
+   */
+  inspect(key: string): Promise<LockInspection | undefined>;
+
+  /** The keys held, by range reads of 500 names, in the order of their etcd names. */
+  list(options?: ListOptions): AsyncIterable<string>;
 
   /**
    * Calls `onReleased` with a grant when the lock on `key` comes to one of this store's

@@ -113,6 +113,66 @@ export interface LockStore {
   isLocked?(key: string): Promise<boolean>;
   /** Optional, advisory: milliseconds left on the live lease, `undefined` when free. */
   ttl?(key: string): Promise<number | undefined>;
+  /** Optional: who holds `key` and who waits for it (see {@link InspectableStore}). */
+  inspect?(key: string): Promise<LockInspection | undefined>;
+  /** Optional: the keys held (see {@link InspectableStore}). */
+  list?(options?: ListOptions): AsyncIterable<string>;
+}
+
+/** A lease on a key, as `inspect` shows it. */
+export interface InspectedHolder {
+  /**
+   * Its owner id. Drawn by Node or Bun: `host:pid:` (`host:pid.thread:` in a worker
+   * thread), then 32 random hex digits; elsewhere the hex digits alone.
+   */
+  owner: string;
+  /** The fencing token it was granted with (as the store knows it). */
+  fencingToken: number;
+  /** Milliseconds left on it, unless renewed (`Infinity`: no expiry). */
+  ttl: number;
+  // Permits (SPEC 8) add the holder's mode and weight here.
+}
+
+/** A waiter for a key, as `inspect` shows it. */
+export interface InspectedWaiter {
+  /** The owner id it will hold the lease under. */
+  owner: string;
+  /**
+   * Since when it waits, in ms on the store's clock (epoch ms; a `FakeTimeProvider`'s
+   * time for a memory store on one). Absent where the store records no time (etcd).
+   */
+  since?: number;
+}
+
+/** What a store holds for one key: read only, nothing extended, taken or woken. */
+export interface LockInspection {
+  key: string;
+  /** The holder of the lease (one; permits will allow several). */
+  holders: InspectedHolder[];
+  /** The waiters, first first (none on stores that keep no queue: PostgreSQL). */
+  waiters: InspectedWaiter[];
+}
+
+/** `list`'s options. */
+export interface ListOptions {
+  /** Only keys that start with this (default: every key). */
+  prefix?: string;
+  /** At most this many keys (default: all; 0 lists none). */
+  limit?: number;
+}
+
+/** A store that shows who holds what. */
+export interface InspectableStore {
+  /**
+   * The holder of `key` and its waiters in queue order, `undefined` when nobody holds or
+   * waits for it. Advisory: the answer may be stale when it arrives.
+   */
+  inspect(key: string): Promise<LockInspection | undefined>;
+  /**
+   * The keys held, fetched a page at a time (memory stays bounded however many keys the
+   * store has). Options are checked when called: a `TypeError`/`RangeError` then.
+   */
+  list(options?: ListOptions): AsyncIterable<string>;
 }
 
 /** A clock that moves only when told to; every timer of the engine on it runs as it moves. */
@@ -135,7 +195,7 @@ export declare class FakeTimeProvider {
 }
 
 /** The in-process store, native to the engine. One per time provider is the default. */
-export declare class MemoryLockStore implements LockStore {
+export declare class MemoryLockStore implements LockStore, InspectableStore {
   constructor(options?: { timeProvider?: FakeTimeProvider });
   /** Keys held or waited for. */
   readonly size: number;
@@ -145,6 +205,10 @@ export declare class MemoryLockStore implements LockStore {
   release(key: string, owner: string): Promise<boolean>;
   isLocked(key: string): Promise<boolean>;
   ttl(key: string): Promise<number | undefined>;
+  /** The holder and the engine's waiters in arrival order (`since` on the store's clock). */
+  inspect(key: string): Promise<LockInspection | undefined>;
+  /** The keys held, in order, a page of 256 at a time. */
+  list(options?: ListOptions): AsyncIterable<string>;
 }
 
 export interface LockLostArgs {

@@ -1,5 +1,6 @@
 // Type declarations for `leasehold/postgres`. Written by hand; they import nothing from
 // `pg`: clients are described by the few members the store uses.
+import type { InspectableStore, ListOptions, LockInspection } from './index';
 
 /** What the store needs from any client: `pg`'s `query(text, values)` resolving to `{ rows }`. */
 export interface PgLikeQueryable {
@@ -81,7 +82,7 @@ export interface PostgresLockStoreOptions {
  * - Invalid arguments: `TypeError` (wrong type, empty string, U+0000, a lone surrogate) or `RangeError`
  *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
  */
-export declare class PostgresLockStore {
+export declare class PostgresLockStore implements InspectableStore {
   /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify`, `listenClient` or `handOffAfter` is invalid. */
   constructor(options: PostgresLockStoreOptions);
 
@@ -123,6 +124,15 @@ export declare class PostgresLockStore {
 
   /** Milliseconds left on the live lease (database time), `undefined` when free (advisory). */
   ttl(key: string): Promise<number | undefined>;
+
+  /** The holder of `key` (no waiters: the table keeps no queue). */
+  inspect(key: string): Promise<LockInspection | undefined>;
+
+  /**
+   * The keys held, 500 per statement, through the index `ensureSchema()` creates, in
+   * byte order of their first 200 characters.
+   */
+  list(options?: ListOptions): AsyncIterable<string>;
 
   /**
    * Deletes the rows of keys free for at least `idleMs` (default 1 h); resolves to the

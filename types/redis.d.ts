@@ -1,6 +1,6 @@
 // Type declarations for `leasehold/redis`. Written by hand; they import nothing from
 // ioredis or node-redis: clients are described by the few members the store uses.
-import type { LockGrant, LockStore } from './index';
+import type { InspectableStore, ListOptions, LockGrant, LockInspection, LockStore } from './index';
 
 /** The part of an ioredis (v5) `Redis` or `Cluster` client that the store uses. */
 export interface IORedisLikeClient {
@@ -103,7 +103,7 @@ export interface RedisLockStoreOptions {
  * - Invalid arguments: `TypeError` (wrong type, empty string) or `RangeError`
  *   (`ttlMs` not a positive safe integer), naming the argument.
  */
-export declare class RedisLockStore {
+export declare class RedisLockStore implements InspectableStore {
   /**
    * @throws {TypeError} when `client` is not an ioredis/node-redis client, or `prefix` is invalid.
    * @throws {RangeError} when `handOffAfter` is not a non-negative integer number of milliseconds.
@@ -146,6 +146,18 @@ export declare class RedisLockStore {
 
   /** Milliseconds left on the live lease, `undefined` when free (advisory). */
   ttl(key: string): Promise<number | undefined>;
+
+  /**
+   * The holder (its token is the key's last) and the queued waiters whose entries are
+   * valid, in queue order, `since` by the server's clock: one read-only script.
+   */
+  inspect(key: string): Promise<LockInspection | undefined>;
+
+  /**
+   * The keys held, by SCAN (never KEYS) on the server or on each Cluster master, 1,000
+   * names looked at per call. As SCAN promises, a key may come twice.
+   */
+  list(options?: ListOptions): AsyncIterable<string>;
 
   /**
    * Calls `onReleased()` whenever a lease on `key` is released to nobody (not when it

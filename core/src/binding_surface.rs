@@ -94,6 +94,24 @@ macro_rules! binding_surface {
                 Ok(self.inner.memory_size(store).map_err(to_js_error)? as u32)
             }
 
+            /// The holder and waiters of `key`, flat (`Inspection::into_words`); empty when
+            /// nothing is there. Reads only.
+            memInspect => fn mem_inspect(&mut self, store: u32, key: String) -> [Result<Vec<String>, Thrown>] {
+                Ok($crate::Inspection::into_words(self.inner.memory_inspect(store, &key).map_err(to_js_error)?))
+            }
+
+            /// Up to `limit` held keys starting with `prefix`, after `after`, in order.
+            memList => fn mem_list(&mut self, store: u32, prefix: String, after: Option<String>, limit: u32)
+                -> [Result<Vec<String>, Thrown>]
+            {
+                self.inner.memory_list(store, &prefix, after.as_deref(), limit as usize).map_err(to_js_error)
+            }
+
+            /// Makes owner ids drawn from now on start with `prefix`.
+            setOwnerPrefix => fn set_owner_prefix(&mut self, prefix: String) {
+                self.inner.set_owner_prefix(&prefix);
+            }
+
             /// Entries kept in memory (for tests of boundedness).
             memEntries => fn mem_entries(&mut self, store: u32) -> [Result<u32, Thrown>] {
                 Ok(self.inner.memory_entries(store).map_err(to_js_error)? as u32)
@@ -300,7 +318,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 33);
+        assert_eq!(rows.len(), 36);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

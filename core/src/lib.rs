@@ -46,6 +46,7 @@ mod fast_hash;
 pub mod fast_words;
 pub mod fencing;
 pub mod host;
+mod inspection;
 mod memory_store;
 mod owner_ids;
 pub mod polling;
@@ -58,8 +59,9 @@ pub use clock::{Clock, FakeClock};
 pub use defined::MAX_DEFINED_LOCKS;
 pub use engine::{Engine, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME};
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};
-pub use memory_store::{MemoryStore, TryAcquire};
-pub use owner_ids::OwnerIds;
+pub use inspection::{InspectedHolder, InspectedWaiter, Inspection};
+pub use memory_store::{Holder, MemoryStore, TryAcquire};
+pub use owner_ids::{OwnerIds, MAX_OWNER_PREFIX};
 pub use types::{
     Answer, Effect, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
 };

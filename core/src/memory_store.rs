@@ -12,6 +12,19 @@ use crate::Millis;
 struct Lease {
     owner: String,
     expires_at: Millis,
+    /// The fencing token the lease was granted with (for inspection).
+    token: u64,
+}
+
+/// The live lease on a key, as [`MemoryStore::holder`] shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder<'a> {
+    /// Who holds it.
+    pub owner: &'a str,
+    /// Its fencing token.
+    pub token: u64,
+    /// When it runs out, unless renewed.
+    pub expires_at: Millis,
 }
 
 /// What [`MemoryStore::try_acquire`] found.
@@ -109,13 +122,17 @@ impl MemoryStore {
             self.insert(key, owner, expires_at, now);
         }
         self.sweep_after = self.sweep_after.max(expires_at);
-        TryAcquire::Acquired(self.words.next_token())
+        let token = self.words.next_token();
+        if let Some(lease) = self.leases.get_mut(key) {
+            lease.token = token;
+        }
+        TryAcquire::Acquired(token)
     }
 
     /// Records a lease the host granted on its fast path, with the token it took then,
     /// until `expires_at`. False (and nothing recorded) when the key has a live or lapsed
     /// lease not released: the host grants only keys the engine keeps no record of.
-    pub fn adopt(&mut self, key: &str, owner: &str, expires_at: Millis, now: Millis) -> bool {
+    pub fn adopt(&mut self, key: &str, owner: &str, token: u64, expires_at: Millis, now: Millis) -> bool {
         if let Some(lease) = self.leases.get_mut(key) {
             if lease.expires_at != RELEASED {
                 return false;
@@ -124,8 +141,12 @@ impl MemoryStore {
             lease.owner.clear();
             lease.owner.push_str(owner);
             lease.expires_at = expires_at;
+            lease.token = token;
         } else {
             self.insert(key, owner, expires_at, now);
+            if let Some(lease) = self.leases.get_mut(key) {
+                lease.token = token;
+            }
         }
         self.sweep_after = self.sweep_after.max(expires_at);
         true
@@ -137,7 +158,7 @@ impl MemoryStore {
             self.sweep(now);
         }
         self.words.mark(self.id, key);
-        self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at });
+        self.leases.insert(key.to_owned(), Lease { owner: owner.to_owned(), expires_at, token: 0 });
     }
 
     /// Pushes `owner`'s live lease on `key` out to `now + ttl`. False when the lease
@@ -179,6 +200,12 @@ impl MemoryStore {
     /// When the live lease on `key` runs out, or `None` when the key is free.
     pub fn expires_at(&self, key: &str, now: Millis) -> Option<Millis> {
         self.leases.get(key).map(|lease| lease.expires_at).filter(|&at| at > now)
+    }
+
+    /// The live lease on `key`: its owner, token and expiry. Reads only.
+    pub fn holder(&self, key: &str, now: Millis) -> Option<Holder<'_>> {
+        let lease = self.leases.get(key).filter(|lease| lease.expires_at > now)?;
+        Some(Holder { owner: &lease.owner, token: lease.token, expires_at: lease.expires_at })
     }
 
     /// Whether `key` has a live lease.
@@ -229,6 +256,10 @@ mod tests {
         assert!(store.release("k", "a", 60));
         assert!(!store.is_held("k", 60));
         assert_eq!(store.try_acquire("k", "b", 100, 60), TryAcquire::Acquired(2));
+        assert_eq!(store.holder("k", 60), Some(Holder { owner: "b", token: 2, expires_at: 160 }));
+        assert_eq!(store.holder("k", 160), None, "a lapsed lease has no holder");
+        assert!(store.adopt("fast", "c", 9, 500, 60));
+        assert_eq!(store.holder("fast", 60).map(|h| h.token), Some(9));
     }
 
     #[test]
@@ -239,8 +270,8 @@ mod tests {
         assert!(words.is_busy(2, "k") && !words.is_busy(3, "k"));
         assert!(store.release("k", "a", 10));
         assert!(!words.is_busy(2, "k"), "released");
-        assert!(store.adopt("k", "fast", 200, 20), "a released entry can take a fast hold");
-        assert!(!store.adopt("k", "fast", 200, 300), "a lapsed lease not released cannot");
+        assert!(store.adopt("k", "fast", 1, 200, 20), "a released entry can take a fast hold");
+        assert!(!store.adopt("k", "fast", 1, 200, 300), "a lapsed lease not released cannot");
         assert!(words.is_busy(2, "k"), "lapsed, not released: counted until swept");
         assert_eq!(words.last_token(), 1, "an adopted hold brings its own token");
         for i in 0..MIN_SWEEP {

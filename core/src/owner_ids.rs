@@ -10,7 +10,12 @@
 #[derive(Debug, Clone)]
 pub struct OwnerIds {
     state: [u64; 4],
+    /// Written before the random part of every id (see [`OwnerIds::set_prefix`]).
+    prefix: String,
 }
+
+/// The longest prefix an owner id takes: a prefix is meant to be read by people.
+pub const MAX_OWNER_PREFIX: usize = 128;
 
 impl OwnerIds {
     /// A generator seeded with `seed`. An all-zero seed (which would make xoshiro
@@ -25,7 +30,7 @@ impl OwnerIds {
         if state == [0; 4] {
             state = [0x9E37_79B9_7F4A_7C15, 0xBF58_476D_1CE4_E5B9, 0x94D0_49BB_1331_11EB, 1];
         }
-        OwnerIds { state }
+        OwnerIds { state, prefix: String::new() }
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
@@ -41,7 +46,16 @@ impl OwnerIds {
         result
     }
 
-    /// A fresh owner id: 32 lowercase hex digits.
+    /// Makes every id drawn from now on start with `prefix` (the host passes what a
+    /// person reading a store needs to find the process: its host and pid). Ids stay
+    /// unique through their random part, whatever the prefix. The host keeps it short
+    /// (at most [`MAX_OWNER_PREFIX`] bytes: lib/owner-prefix.cjs).
+    pub fn set_prefix(&mut self, prefix: &str) {
+        self.prefix.clear();
+        self.prefix.push_str(prefix);
+    }
+
+    /// A fresh owner id: the prefix, then 32 lowercase hex digits.
     pub fn next_id(&mut self) -> String {
         let mut id = String::with_capacity(32);
         self.write_id(&mut id);
@@ -54,6 +68,7 @@ impl OwnerIds {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let value = (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64());
         out.clear();
+        out.push_str(&self.prefix);
         out.extend((0..32).map(|i| char::from(HEX[((value >> (124 - 4 * i)) & 0xf) as usize])));
     }
 }
@@ -76,5 +91,15 @@ mod tests {
         let mut reused = "an old id, longer than thirty-two characters".to_owned();
         b.write_id(&mut reused);
         assert_eq!(a.next_id(), reused);
+    }
+
+    #[test]
+    fn a_prefix_comes_first_and_is_bounded() {
+        let mut ids = OwnerIds::new([3; 32]);
+        ids.set_prefix("web-1:4242:");
+        let id = ids.next_id();
+        assert!(id.starts_with("web-1:4242:") && id.len() == 11 + 32, "{id}");
+        ids.set_prefix("");
+        assert_eq!(ids.next_id().len(), 32);
     }
 }

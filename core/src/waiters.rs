@@ -165,6 +165,25 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
         }
     }
 
+    /// The waiters of `key` on `store`, first first (those gone from behind the head
+    /// left out). Reads only.
+    pub fn waiting(&self, store: S, key: &str) -> Vec<u32> {
+        let Some(queue) = self.by_store.get(&store).and_then(|keys| keys.get(key)) else { return Vec::new() };
+        // A gone id's entries come before any entry it was queued again with.
+        let mut live = Vec::with_capacity(queue.live());
+        let mut skipped: Vec<u32> = Vec::new();
+        for &exec in &queue.entries {
+            let gone = queue.gone.get(&exec).copied().unwrap_or(0);
+            let seen = skipped.iter().filter(|&&e| e == exec).count() as u32;
+            if seen < gone {
+                skipped.push(exec);
+            } else {
+                live.push(exec);
+            }
+        }
+        live
+    }
+
     /// Keys with waiters on `store`.
     pub fn keys_of(&self, store: S) -> impl Iterator<Item = &str> {
         self.by_store.get(&store).into_iter().flat_map(|keys| keys.keys().map(String::as_str))
@@ -227,6 +246,21 @@ mod tests {
                 assert!(looked_at <= 4 * n as usize + 64, "{name}: {looked_at} entries looked at for {n} waiters");
             }
         }
+    }
+
+    #[test]
+    fn waiting_lists_the_live_waiters_in_arrival_order() {
+        let mut queues = WaitQueues::<u32>::default();
+        assert!(queues.waiting(MEM, "k").is_empty());
+        for exec in [4, 2, 9, 7] {
+            queues.push(MEM, "k", exec);
+        }
+        queues.remove(MEM, "k", 9);
+        queues.push(MEM, "k", 9);
+        assert_eq!(queues.waiting(MEM, "k"), [4, 2, 7, 9], "a waiter queued again stands at the end");
+        queues.remove(MEM, "k", 4);
+        assert_eq!(queues.waiting(MEM, "k"), [2, 7, 9]);
+        assert!(queues.waiting(MEM, "other").is_empty() && queues.waiting(1, "k").is_empty());
     }
 
     #[test]

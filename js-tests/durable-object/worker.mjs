@@ -48,6 +48,35 @@ async function queueReaches(store, key, n) {
 }
 
 /**
+ * A lease held with two waiters, each through its own store: what `inspect` shows then,
+ * and while each waiter holds the key in turn; a missing key; and `list` refused.
+ */
+async function inspection(env, key) {
+  const stores = [0, 1, 2].map(() => new DurableObjectLockStore({ namespace: env.LOCKS }));
+  const lease = await acquireLock(stores[0], key, 10_000);
+  const during = [];
+  const runs = [];
+  for (const i of [1, 2]) {
+    runs.push(withLock({ key, store: stores[i], ttl: 10_000, wait: '20s' }, async () => {
+      during.push(await stores[0].inspect(key));
+    }));
+    await queueReaches(stores[0], key, i);
+  }
+  const shown = await stores[0].inspect(key);
+  await lease.release();
+  await Promise.all(runs);
+  return {
+    lease: { owner: lease.owner, fencingToken: lease.fencingToken },
+    shown,
+    during,
+    missing: (await stores[0].inspect(`${key}-missing`)) ?? null,
+    afterwards: (await stores[0].inspect(key)) ?? null,
+    list: attempt(() => stores[0].list()),
+    now: Date.now(),
+  };
+}
+
+/**
  * W1 and W2 wait through one store (one engine queue) behind a holder of another store;
  * W1 is aborted while W2 still waits. Reports the queue's length at each step.
  */
@@ -93,6 +122,8 @@ export default {
         return Response.json({ renewed: await store.renew(params.get('key'), params.get('owner'), 1000) });
       case '/sibling-abort':
         return Response.json(await siblingAbort(env, params.get('key')));
+      case '/inspect':
+        return Response.json(await inspection(env, params.get('key')));
       case '/queued':
         return Response.json({ queued: await store.queueLength(params.get('key')) });
       case '/locked':

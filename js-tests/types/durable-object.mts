@@ -13,5 +13,8 @@ export async function handle(env: Env): Promise<number | undefined> {
   const pipeline = new ResiliencePipelineBuilder().addLock({ key: 'job', store, wait: '10s' }).build();
   // @ts-expect-error the namespace is required
   new DurableObjectLockStore({});
+  const seen = await new DurableObjectLockStore({ namespace: env.LOCKS }).inspect('job');
+  const owner: string | undefined = seen?.holders[0]?.owner;
+  void owner;
   return pipeline.execute((context) => context.properties.size);
 }

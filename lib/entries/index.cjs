@@ -6,6 +6,7 @@
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { createApi } = require('../host/api.cjs');
 const { checkInitOptions } = require('./init-options.cjs');
+const { ownerPrefix } = require('./owner-prefix.cjs');
 
 function pickEngine() {
   const wanted = process.env.LEASEHOLD_ENGINE;
@@ -37,7 +38,13 @@ function hasContextFrame() {
 }
 
 const { engine, binding, engineFallbackReason } = pickEngine();
-module.exports = createApi(binding, { engine, engineFallbackReason, AsyncLocalStorage, enterInJob: hasContextFrame() });
+module.exports = createApi(binding, {
+  engine,
+  engineFallbackReason,
+  AsyncLocalStorage,
+  enterInJob: hasContextFrame(),
+  ownerPrefix: ownerPrefix(),
+});
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {
   checkInitOptions(options);

@@ -38,7 +38,7 @@ const { defineLeaderWatch } = require('./leader-watch.cjs');
  * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/entries/native.cjs
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
- * wait on an in-process store (workerd).
+ * wait on an in-process store (workerd), `ownerPrefix` what owner ids start with.
  */
 function createApi(rawBinding, options) {
   const binding = withFastCalls(rawBinding);
@@ -55,6 +55,9 @@ function createApi(rawBinding, options) {
     // callback is running synchronously right now (set by Execution#run).
     syncContext: undefined,
     memoryWaitRefused: options.memoryWaitRefused,
+    // What every owner id starts with (lib/owner-prefix.cjs): where the runtime has a
+    // host name and a pid; '' elsewhere.
+    ownerPrefix: options.ownerPrefix ?? '',
     nested: createNesting(),
     checkDuration: undefined,
     checkTtl: undefined,

@@ -115,6 +115,7 @@ function defineEngineHost(api) {
       let engine;
       try {
         engine = new binding.Engine(this.fake, this.startAt, randomSeed());
+        if (api.ownerPrefix !== '') engine.setOwnerPrefix(api.ownerPrefix);
       } catch (error) {
         throw fromEngine(error);
       }

@@ -6,6 +6,7 @@ const { MEMORY_RELEASED } = require('./protocol.cjs');
 const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { HOST, STORE_ID, TIME_PROVIDER } = require('./symbols.cjs');
 const { checkKey } = require('./options.cjs');
+const { memoryInspector } = require('./memory-inspect.cjs');
 
 /** Asks `store`'s engine `fn(engine, storeId)`; a failure of the engine itself is an Error. */
 function askMemory(store, fn) {
@@ -89,12 +90,36 @@ function defineMemoryLockStore(api) {
       return askMemory(this, (engine, id) => engine.memTtl(id, key)) != null;
     }
 
+    /** The holder of `key` and its waiters in queue order, undefined when none. Reads only. */
+    async inspect(key) {
+      checkKey(key);
+      return inspectorOf(this).inspect(key);
+    }
+
+    /** The keys held, in order, that start with `prefix`: at most `limit`. Reads only. */
+    list(options) {
+      return inspectorOf(this).list(options);
+    }
+
     /** Milliseconds left on the live lease of `key`, undefined when free. Advisory. */
     async ttl(key) {
       checkKey(key);
       handOver(this, key);
       return askMemory(this, (engine, id) => engine.memTtl(id, key)) ?? undefined;
     }
+  }
+
+  function inspectorOf(store) {
+    const fast = store[HOST].fast;
+    const id = store[STORE_ID];
+    return memoryInspector({
+      ask: (fn) => askMemory(store, fn),
+      handOver: (key) => handOver(store, key),
+      handOverAll: () => {
+        for (const key of [...(fast.held[id]?.keys() ?? [])]) fast.handOverKey(id, key);
+      },
+      now: () => store[TIME_PROVIDER]?.now() ?? Date.now(),
+    });
   }
 
   return MemoryLockStore;

@@ -87,7 +87,7 @@ impl Engine {
         let expires_at = renewed_at.saturating_add(ttl);
         let mut layer = Layer::new(spec);
         self.owners.write_id(&mut layer.owner);
-        if !at_mut(&mut self.memory, store).adopt(&layer.spec.key, &layer.owner, expires_at, now) {
+        if !at_mut(&mut self.memory, store).adopt(&layer.spec.key, &layer.owner, token, expires_at, now) {
             return Err(ArgError::range(
                 "key",
                 text!(

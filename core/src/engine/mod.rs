@@ -25,6 +25,7 @@ mod acquire;
 mod executions;
 mod fast;
 mod handoff;
+mod inspect;
 mod memory;
 mod release;
 mod renewal;
@@ -172,6 +173,12 @@ impl Engine {
     /// when the host's clock is faked and set back meanwhile.
     pub fn now(&self) -> Millis {
         self.clock.now().max(self.time)
+    }
+
+    /// Makes every owner id drawn from now on start with `prefix`
+    /// ([`OwnerIds::set_prefix`]): the host says there which process the ids are from.
+    pub fn set_owner_prefix(&mut self, prefix: &str) {
+        self.owners.set_prefix(prefix);
     }
 
     /// Reads the clock for the call that is starting. Time never goes back.

@@ -23,6 +23,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
+import { inspectObject, cannotList } from './inspect.mjs';
 
 const LEASE = 'lease';
 const LAST_TOKEN = 'lastToken';
@@ -44,7 +45,7 @@ export class LockDurableObject extends DurableObject {
   /** { owner, token, expiresAt, granted } | undefined; `granted`: handed to a queued owner by a release. */
   #lease;
   #lastToken = 0;
-  /** Queued owners in arrival order: owner -> { ttlMs, seenAt, notify }. */
+  /** Queued owners in arrival order: owner -> { ttlMs, seenAt, since, notify }. */
   #queue = new Map();
   #expiryTimer;
 
@@ -143,6 +144,11 @@ export class LockDurableObject extends DurableObject {
     return this.#queue.size;
   }
 
+  /** The lease and the queued owners, read only: `{ holders, waiters }` or null. */
+  inspect() {
+    return inspectObject(this.#lease, this.#queue, Date.now(), QUEUE_ENTRY_MS);
+  }
+
   /** Milliseconds left on the live lease, undefined when free (advisory). */
   ttl() {
     this.#expireIfDue();
@@ -191,7 +197,7 @@ export class LockDurableObject extends DurableObject {
       entry.seenAt = Date.now();
       entry.ttlMs = ttlMs;
     } else {
-      this.#queue.set(owner, { ttlMs, seenAt: Date.now(), notify: undefined });
+      this.#queue.set(owner, { ttlMs, seenAt: Date.now(), since: Date.now(), notify: undefined });
     }
   }
 
@@ -281,6 +287,18 @@ export class DurableObjectLockStore {
   async ttl(key) {
     checkString('key', key);
     return this.#stub(key).ttl();
+  }
+
+  /** The holder of `key` and its queued waiters (`since`: the object's clock), undefined when none. */
+  async inspect(key) {
+    checkString('key', key);
+    const found = await this.#stub(key).inspect();
+    return found == null ? undefined : { key, holders: found.holders, waiters: found.waiters };
+  }
+
+  /** Not possible here: a TypeError (lib/durable-object-inspect.mjs). */
+  list() {
+    cannotList();
   }
 
   /** How many owners wait for `key` (advisory). */

@@ -64,6 +64,8 @@ const { DeletionWatches } = require('./watch.cjs');
 const { EtcdLeases } = require('./leases.cjs');
 const { EtcdQueue, WAITING, GRANTED, HELD } = require('./waiting.cjs');
 const { CREATE, EQUAL, VALUE, enc, rangeEnd, isEtcdClient, revisionOf, rangeOf, firstRange, lastTwoRange } = require('./requests.cjs');
+const { etcdInspector } = require('./inspect.cjs');
+const { checkListOptions } = require('../../common/list-options.cjs');
 
 function noop() {}
 
@@ -81,6 +83,7 @@ class EtcdLockStore {
   #prefix;
   #namespace; // the client's namespace prefix (a Buffer), first in every key
   #closed = false;
+  #inspector;
 
   /** @param {{ client: object, prefix?: string }} options */
   constructor(options) {
@@ -99,6 +102,20 @@ class EtcdLockStore {
     this.#queue = new EtcdQueue(client.kv, this.#watches, this.#leases);
     this.#prefix = prefix;
     this.#namespace = Buffer.isBuffer(client.prefix) ? client.prefix : Buffer.alloc(0);
+    this.#inspector = etcdInspector({ kv: client.kv, leases: client.leaseClient, namespace: this.#namespace, prefix });
+  }
+
+  /** The holder of `key` and its waiters in queue order, undefined when none (lib/etcd-inspect.cjs). */
+  async inspect(key) {
+    checkText('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, by range reads: at most `limit`, starting with `prefix` (lib/etcd-inspect.cjs). */
+  list(options) {
+    const checked = checkListOptions(options);
+    if (checked.prefix !== '') checkText('prefix', checked.prefix);
+    return this.#inspector.list(checked);
   }
 
   /** The key prefix. */

@@ -66,6 +66,8 @@ const { checkTtl, checkListener, carriedToken, checkHandOff, checkOptionsObject 
 const { noop, checkText, checkIdentifier, isQueryable, isPool, toToken, isSerializationFailure, rowsOf } = require('./client.cjs');
 const { statements, quoteIdentifier } = require('./statements.cjs');
 const { PostgresListener, channelOf } = require('./listen.cjs');
+const { postgresInspector, listIndex } = require('./inspect.cjs');
+const { checkListOptions } = require('../../common/list-options.cjs');
 
 // A serialization failure means another session's statement on the key committed
 // meanwhile; run again, the statement sees it. More than one in a row takes a key
@@ -94,6 +96,7 @@ class PostgresLockStore {
   // Release announcements: the LISTEN connection (listen.cjs), when there is one.
   #listener;
   #closed = false;
+  #inspector;
 
   /**
    * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
@@ -123,6 +126,7 @@ class PostgresLockStore {
     this.#schema = schema;
     this.#qualified = schema === undefined ? quoteIdentifier(table) : `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
     this.#sql = statements(this.#qualified, notify);
+    this.#inspector = postgresInspector({ table: this.#qualified, query: (text, values, method) => this.#statement(text, values, method) });
   }
 
   /** The table name (unquoted). */
@@ -156,6 +160,12 @@ class PostgresLockStore {
       if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
       await this.#client.query(this.#sql.create);
     }
+    // The index `list` walks (inspect.cjs); racing creators meet as for the table.
+    const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
+    await this.#client.query(index).catch((err) => {
+      if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
+      return this.#client.query(index);
+    });
     try {
       await this.#client.query(this.#sql.checkShape);
     } catch (err) {
@@ -235,6 +245,19 @@ class PostgresLockStore {
         if (!isSerializationFailure(err) || retries === SERIALIZATION_RETRIES) throw err;
       }
     }
+  }
+
+  /** The holder of `key`, undefined when free; no waiters: the table keeps no queue (inspect.cjs). */
+  async inspect(key) {
+    checkText('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, a page of an index at a time: at most `limit`, starting with `prefix`. */
+  list(options) {
+    const checked = checkListOptions(options);
+    if (checked.prefix !== '') checkText('prefix', checked.prefix);
+    return this.#inspector.list(checked);
   }
 
   /** Whether a live lease exists on `key` (advisory). */

@@ -58,6 +58,8 @@ const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names
 const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
 const { RedisSubscriptions } = require('./subscriptions.cjs');
+const { redisInspector } = require('./inspect.cjs');
+const { checkListOptions } = require('../../common/list-options.cjs');
 
 /**
  * A process's turn on a contended key: a release hands the key to the first queued
@@ -93,6 +95,7 @@ class RedisLockStore {
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
+  #inspector;
 
   /**
    * @param {{ client: object, prefix?: string, handOffAfter?: number }} options
@@ -128,6 +131,25 @@ class RedisLockStore {
       onChannelIdle: (channel) => this.#leaveQueue(channel),
       onDropped: () => this.#leaveQueues(),
     });
+    this.#inspector = redisInspector({
+      client,
+      prefix,
+      keyPrefix: redis.keyPrefix,
+      run: (s, keys, args) => this.#run(s, keys, args),
+      keysOf: (key) => this.#keys(key),
+      encodeKey,
+    });
+  }
+
+  /** The holder of `key` and its queued waiters, undefined when none (inspect.cjs). */
+  async inspect(key) {
+    checkString('key', key);
+    return this.#inspector.inspect(key);
+  }
+
+  /** The keys held, by SCAN: at most `limit`, starting with `prefix` (inspect.cjs). */
+  list(options) {
+    return this.#inspector.list(checkListOptions(options));
   }
 
   /** The key prefix in use. */

@@ -289,4 +289,4 @@ end
 return 0
 `);
 
-module.exports = { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE };
+module.exports = { script, ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE };
