@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver, watchFollows } from './support/election-scenarios.mjs';
 
 let cluster;
 const clients = [];
@@ -53,6 +53,21 @@ test('etcd: a leader that stops renewing is replaced as its lease lapses', async
   await lapseHandsOver(t, {
     kind: 'etcd',
     ttl: 1000,
+    makeStore: async () => {
+      const client = new Etcd3({ hosts: cluster.endpoints });
+      clients.push(client);
+      return new EtcdLockStore({ client });
+    },
+  });
+});
+
+test('etcd: leader() and watchLeader() follow the leadership', async (t) => {
+  await watchFollows(t, {
+    kind: 'etcd',
+    // The etcd store's subscription serves its own waiters only: a watcher looks again
+    // when the leader's lease would run out (or every interval).
+    announces: false,
+    ttl: 3000,
     makeStore: async () => {
       const client = new Etcd3({ hosts: cluster.endpoints });
       clients.push(client);

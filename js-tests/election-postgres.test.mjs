@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { PostgresLockStore } from 'leasehold/postgres';
 import { startPostgres } from './support/postgres.mjs';
-import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver, watchFollows } from './support/election-scenarios.mjs';
 
 let server;
 let pool;
@@ -35,4 +35,8 @@ test('PostgreSQL: resign() hands over without waiting for the ttl', async (t) =>
 
 test('PostgreSQL: a leader that stops renewing is replaced as its lease lapses', async (t) => {
   await lapseHandsOver(t, { kind: 'postgres', makeStore: async () => new PostgresLockStore({ client: pool, table: 'election_locks' }) });
+});
+
+test('PostgreSQL: leader() and watchLeader() follow the leadership', async (t) => {
+  await watchFollows(t, { kind: 'postgres', makeStore: async () => new PostgresLockStore({ client: pool, table: 'election_locks' }) });
 });

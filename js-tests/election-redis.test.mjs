@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { RedisLockStore } from 'leasehold/redis';
 import { startRedisServer, startRedisCluster } from './support/redis.mjs';
 import { connectIoredis, connectIoredisCluster } from './support/redis-clients.mjs';
-import { runFleetScenarios, resignHandsOver, lapseHandsOver } from './support/election-scenarios.mjs';
+import { runFleetScenarios, resignHandsOver, lapseHandsOver, watchFollows } from './support/election-scenarios.mjs';
 
 let redis;
 let cluster;
@@ -58,4 +58,15 @@ test('Redis Cluster: resign() hands over, a lapsed leader is replaced', async (t
   };
   await resignHandsOver(t, { kind: 'redis-cluster', makeStore });
   await lapseHandsOver(t, { kind: 'redis-cluster', makeStore });
+});
+
+test('Redis: leader() and watchLeader() follow the leadership', async (t) => {
+  await watchFollows(t, {
+    kind: 'redis',
+    makeStore: async () => {
+      const client = await connectIoredis(redis.port);
+      clients.push(client);
+      return new RedisLockStore({ client, prefix: 'election-watch' });
+    },
+  });
 });

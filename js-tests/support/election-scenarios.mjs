@@ -148,3 +148,68 @@ export async function lapseHandsOver(t, { kind, makeStore, ttl = 600 }) {
   await next.resign();
   return afterMs;
 }
+
+/**
+ * leader() and watchLeader() from a third store instance (an observer in another process
+ * would have its own): names, terms and time left as the candidates hold them, each change
+ * followed in order; where the store `announces` a release to nobody to every subscriber,
+ * it reaches a watcher that would not look again for a minute (or the lease's end).
+ */
+export async function watchFollows(t, { kind, makeStore, ttl = 10_000, announces = true }) {
+  const { leader, watchLeader } = await import('leasehold');
+  const key = `election-watch-${kind}-${process.pid}`;
+  const [a, b, observer] = await Promise.all([makeStore(), makeStore(), makeStore()]);
+  assert.equal(await leader(observer, key), undefined);
+  const first = await campaign(key, { store: a, ttl, name: 'web 1' });
+  const now = await leader(observer, key);
+  assert.equal(now.name, 'web 1');
+  assert.equal(now.owner, first.owner);
+  assert.equal(now.term, first.term);
+  assert.ok(now.ttl > 0 && now.ttl <= ttl, `time left ${now.ttl}`);
+
+  const stop = new AbortController();
+  const seen = [];
+  const follower = (async () => {
+    for await (const change of watchLeader(observer, key, { signal: stop.signal, interval: 100 })) {
+      seen.push(change && [change.name, change.term]);
+    }
+  })();
+  const slow = new AbortController();
+  let vacancySeenAt;
+  const pushed = (async () => {
+    for await (const change of watchLeader(observer, key, { signal: slow.signal, interval: '1m' })) {
+      if (change === undefined) {
+        vacancySeenAt = performance.now();
+        return;
+      }
+    }
+  })();
+  const secondP = campaign(key, { store: b, ttl, name: 'web 2' });
+  await sleep(200);
+  await first.resign();
+  const second = await within(HANG_MS, 'the second leader', secondP);
+  const sawSecond = () => seen.some((x) => x?.[0] === 'web 2');
+  await within(HANG_MS, 'the watch to see the second leader', (async () => {
+    while (!sawSecond()) await sleep(10);
+  })());
+  const releasedAt = performance.now();
+  await second.resign();
+  await within(HANG_MS, 'the watch to see the vacancy', (async () => {
+    while (seen[seen.length - 1] !== undefined) await sleep(10);
+  })());
+  await within(HANG_MS, 'the announced vacancy', pushed);
+  stop.abort();
+  slow.abort();
+  await within(HANG_MS, 'the watch to end', follower);
+  // A store that releases and then grants (PostgreSQL: the waiter takes the freed row)
+  // may be seen vacant between the two leaders.
+  const leaders = seen.filter((x) => x !== undefined);
+  assert.deepEqual(leaders, [['web 1', first.term], ['web 2', second.term]]);
+  assert.deepEqual(seen[0], ['web 1', first.term]);
+  assert.equal(seen[seen.length - 1], undefined);
+  assert.ok(seen.length <= 4, `each change once: ${JSON.stringify(seen)}`);
+  const pushMs = vacancySeenAt - releasedAt;
+  // Without an announcement, the watcher looks again when the leader's lease would run out.
+  if (announces) assert.ok(pushMs < ttl / 2, `the vacancy came by announcement, not at the next look: ${pushMs} ms`);
+  t.diagnostic(`${kind}: a vacancy reached a watcher (interval 1 min) ${pushMs.toFixed(1)} ms after the release began`);
+}

@@ -1,10 +1,10 @@
 'use strict';
 // Who leads: `leader(store, key)` reads the key's holder through `store.inspect(key)`, and
-// `watchLeader(store, key)` yields each change of leader. A watcher looks again when the
-// store announces a release or grant (`subscribe`), when a candidate of this process wins
-// or leaves, when the leader's lease would run out unless renewed, and, where nothing
-// announces an acquisition (a free key taken, a store with no `subscribe`), every
-// `interval`. Reading never extends, takes or wakes anything.
+// `watchLeader(store, key)` yields each change of leader. A watcher looks again at once
+// when the store announces a release (`subscribe`) or a candidate of this process (on the
+// same store object) wins or leaves; when the leader's lease would run out unless
+// renewed; and every `interval`, for what nothing announces (a free key taken, a lease
+// handed to another process's waiter). Reading never extends, takes or wakes anything.
 
 const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { checkKey } = require('./options.cjs');
@@ -104,10 +104,11 @@ function defineLeaderWatch(api, names) {
           yield now;
         }
         if (poked || signal?.aborted) continue;
-        // A leader's lease is announced when released, not when it lapses: look again
-        // when it would run out unless renewed.
+        // Announcements cover a release to nobody, not a lapse nor a lease handed to a
+        // waiter of another process: look again every interval, and when the leader's
+        // lease would run out unless renewed.
         let delay = intervalMs;
-        if (now !== undefined && Number.isFinite(now.ttl)) delay = pushes ? now.ttl + 1 : Math.min(intervalMs, now.ttl + 1);
+        if (now !== undefined && Number.isFinite(now.ttl)) delay = Math.min(intervalMs, now.ttl + 1);
         await new Promise((resolve) => {
           wake = resolve;
           const timer = setTimeout(resolve, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(delay))));
