@@ -174,16 +174,6 @@ export async function watchFollows(t, { kind, makeStore, ttl = 10_000, announces
       seen.push(change && [change.name, change.term]);
     }
   })();
-  const slow = new AbortController();
-  let vacancySeenAt;
-  const pushed = (async () => {
-    for await (const change of watchLeader(observer, key, { signal: slow.signal, interval: '1m' })) {
-      if (change === undefined) {
-        vacancySeenAt = performance.now();
-        return;
-      }
-    }
-  })();
   const secondP = campaign(key, { store: b, ttl, name: 'web 2' });
   await sleep(200);
   await first.resign();
@@ -192,6 +182,24 @@ export async function watchFollows(t, { kind, makeStore, ttl = 10_000, announces
   await within(HANG_MS, 'the watch to see the second leader', (async () => {
     while (!sawSecond()) await sleep(10);
   })());
+  const slow = new AbortController();
+  let vacancySeenAt;
+  let slowFirst;
+  // Started once the second leads: the first thing it sees is that leader.
+  const pushed = (async () => {
+    for await (const change of watchLeader(observer, key, { signal: slow.signal, interval: '1m' })) {
+      slowFirst ??= change;
+      if (change === undefined) {
+        vacancySeenAt = performance.now();
+        return;
+      }
+    }
+  })();
+  await within(HANG_MS, 'the slow watcher to start', (async () => {
+    while (slowFirst === undefined) await sleep(10);
+  })());
+  // A store's subscription becomes active a round trip after it is made.
+  await sleep(100);
   const releasedAt = performance.now();
   await second.resign();
   await within(HANG_MS, 'the watch to see the vacancy', (async () => {
@@ -208,6 +216,7 @@ export async function watchFollows(t, { kind, makeStore, ttl = 10_000, announces
   assert.deepEqual(seen[0], ['web 1', first.term]);
   assert.equal(seen[seen.length - 1], undefined);
   assert.ok(seen.length <= 4, `each change once: ${JSON.stringify(seen)}`);
+  assert.deepEqual([slowFirst.name, slowFirst.term], ['web 2', second.term]);
   const pushMs = vacancySeenAt - releasedAt;
   // Without an announcement, the watcher looks again when the leader's lease would run out.
   if (announces) assert.ok(pushMs < ttl / 2, `the vacancy came by announcement, not at the next look: ${pushMs} ms`);
