@@ -124,6 +124,9 @@ pub enum Effect {
     Run {
         /// The execution.
         exec: u32,
+        /// The fencing token of its innermost lock, as granted: a manual lease over
+        /// before the host took this effect is no longer in the engine to ask.
+        token: u64,
     },
     /// Lock `layer` of a running execution was lost: abort the callback's signal with
     /// a `LockLostError` and call that lock's `onLockLost`.

@@ -197,7 +197,7 @@ function defineExecutions(api) {
       // run: the callback never runs then.
       if (this.callerSignal?.aborted) {
         this.context.abort(this.callerSignal.reason);
-        return this.finish(false, this.callerSignal.reason);
+        return this.cancelUnstarted();
       }
       // Granted from elsewhere (a release, a store's answer): the callback starts from
       // the job `awaitGrant` made in execute(), in the caller's async context.
@@ -244,13 +244,30 @@ function defineExecutions(api) {
       }).then(() => {
         // Settled meanwhile (its engine retired), or aborted by its caller: not started.
         if (this.callback === undefined || this.finished) return undefined;
-        if (this.callerSignal?.aborted) return this.finish(false, this.callerSignal.reason);
+        if (this.callerSignal?.aborted) return this.cancelUnstarted();
         try {
           return this.invoke(true);
         } catch (error) {
           return this.fail(error);
         }
       });
+    }
+
+    /**
+     * The caller aborted after the grant, before the callback started: the engine settles
+     * it with the caller's reason whatever befell its leases meanwhile (`cancel`).
+     */
+    cancelUnstarted() {
+      const reason = this.callerSignal.reason;
+      if (this.fastHeld !== undefined) return this.finishFast(false, reason);
+      this.finished = true;
+      const host = this.host;
+      try {
+        host.call(() => host.engine.cancel(this.id));
+      } catch (error) {
+        return this.fail(fromEngine(error));
+      }
+      return undefined;
     }
 
     finish(ok, valueOrError) {

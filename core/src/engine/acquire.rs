@@ -208,7 +208,8 @@ impl Engine {
             self.begin_layer(exec, layer + 1);
         } else if let Some(e) = self.execs.get_mut(&exec) {
             e.phase = Phase::Running;
-            self.effects.push_back(Effect::Run { exec });
+            let token = e.layers.iter().rev().find_map(|l| l.token).unwrap_or_default();
+            self.effects.push_back(Effect::Run { exec, token });
         }
     }
 }

@@ -158,10 +158,9 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                 let method = if queue { method::QUEUED_ACQUIRE } else { method_code(method) };
                 [kind::CALL, exec.into(), layer.into(), request.into(), store.into(), method, ttl as f64, at]
             }
-            Effect::Run { exec } => {
+            Effect::Run { exec, token } => {
                 // The innermost token comes along, saving the host a call per handover.
-                let token = engine.token(exec).map_or(-1.0, |t| t as f64);
-                [kind::RUN, exec.into(), 0.0, 0.0, 0.0, 0.0, token, 0.0]
+                [kind::RUN, exec.into(), 0.0, 0.0, 0.0, 0.0, token as f64, 0.0]
             }
             Effect::Lost { exec, layer } => [kind::LOST, exec.into(), layer.into(), 0.0, 0.0, 0.0, 0.0, 0.0],
             Effect::Settled { exec, outcome } => match outcome {
