@@ -230,7 +230,11 @@ export interface LockOptions {
   store?: LockStore;
   /** Called once when the lease is lost while the callback runs. */
   onLockLost?: (args: LockLostArgs) => void | Promise<void>;
-  /** A name for telemetry. Default `'lock'`. */
+  /**
+   * A name for telemetry (default `'lock'`) and for people reading the lock's owner ids:
+   * when given, every owner drawn for it reads `host:pid:<name>:<random hex>` (the name
+   * made one word, at most 64 characters).
+   */
   name?: string;
   /**
    * On a store that hands leases over between executions (`localHandoff`: Redis,
@@ -351,6 +355,8 @@ export interface AcquireLockOptions {
    * own: another one here is a `TypeError`.
    */
   timeProvider?: FakeTimeProvider;
+  /** A name carried in the lease's owner id (`host:pid:<name>:<random hex>`). */
+  name?: string;
 }
 
 /**

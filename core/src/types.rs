@@ -53,6 +53,9 @@ pub struct LockSpec {
     /// On a store that hands leases over locally: how long a released lease stays with
     /// this engine for the next execution that asks for it (0: none).
     pub linger: Millis,
+    /// The name the user gave the lock, for people reading its owner ids ('' for none):
+    /// each owner drawn for it reads `<host prefix><name>:<random hex>`.
+    pub name: String,
 }
 
 /// How an execution behaves besides its locks.

@@ -16,7 +16,7 @@ fn engine() -> Engine {
 }
 
 fn lock(store: StoreRef, key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-    LockSpec { store, key: key.into(), ttl, wait, linger: 0 }
+    LockSpec { store, key: key.into(), ttl, wait, linger: 0, name: String::new() }
 }
 
 fn drain(engine: &mut Engine) -> Vec<Effect> {

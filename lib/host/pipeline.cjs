@@ -18,7 +18,7 @@ const {
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, ownerName } = require('./options.cjs');
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host/api.cjs), whose
@@ -65,7 +65,7 @@ function definePipelines(api) {
     const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', held, bucket };
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket };
   }
 
   function resolveKey(lock, context) {
@@ -105,7 +105,7 @@ function definePipelines(api) {
       const l = this.locks[0];
       const host = this.host;
       try {
-        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
+        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs, l.ownerName);
       } catch (error) {
         throw fromEngine(error);
       }
@@ -235,10 +235,10 @@ function definePipelines(api) {
         } else {
           for (let i = 0; i < last; i++) {
             const l = locks[i];
-            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs, l.ownerName);
           }
           const l = locks[last];
-          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs, l.ownerName);
         }
       } catch (error) {
         rec.starting = false;
