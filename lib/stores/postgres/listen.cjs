@@ -4,13 +4,13 @@
  * index.cjs): the caller's `listenClient`, or a connection of the store's own built
  * from the Pool's settings, opened on the first `subscribe` and closed once nobody has
  * waited for LINGER_MS. The LISTENs follow the listeners through the shared reconciler
- * (lib/stores/shared/subscriptions.cjs); a channel is UNLISTENed as its last listener
+ * (lib/stores/shared/reconciler.cjs); a channel is UNLISTENed as its last listener
  * leaves (the connection is what lingers). A connection that fails is forgotten, and
  * the store's own is opened again MIN_RECONNECT_MS later while anyone waits.
  */
 const { createHash } = require('node:crypto');
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { ChannelReconciler } = require('../shared/subscriptions.cjs');
+const { ChannelReconciler } = require('../shared/reconciler.cjs');
 const { noop, watchPoolEnd } = require('./client.cjs');
 const { quoteIdentifier } = require('./statements.cjs');
 

@@ -4,7 +4,7 @@
  * opened on the first `subscribe`, with the key channels its waiters listen on (release
  * announcements) and the store's own grant channel, subscribed from the first wait
  * until `close()`. The channels follow the listeners through the shared reconciler
- * (lib/stores/shared/subscriptions.cjs), each lingering LINGER_MS after its last
+ * (lib/stores/shared/reconciler.cjs), each lingering LINGER_MS after its last
  * listener left.
  *
  * The connection keeps the process alive only while someone waits through the store
@@ -14,7 +14,7 @@
  * so that they try, and fail with the client's error, instead of waiting for a poll.
  */
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { ChannelReconciler } = require('../shared/subscriptions.cjs');
+const { ChannelReconciler } = require('../shared/reconciler.cjs');
 const { noop } = require('./adapters.cjs');
 
 /** How long a key's channel stays subscribed after its last listener left. */
