@@ -108,8 +108,16 @@ test('PostgreSQL: creates its table, charges under the lock, then exits', async 
   assert.equal(again.stdout, 'charged\n');
 });
 
+test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, then exits', async () => {
+  const { code, stdout, stderr } = await runSnippet('opentelemetry');
+  assert.equal(code, 0, stderr);
+  const printed = /It prints:\n\n```\n([\s\S]*?)```/.exec(fs.readFileSync(path.join(root, 'README.md'), 'utf8').split('<!-- readme-snippet: opentelemetry -->')[1]);
+  assert.ok(printed, 'the README shows what the snippet prints');
+  assert.equal(stdout, printed[1]);
+});
+
 test('every snippet the README marks is tested here, and type-checked verbatim', () => {
-  assert.deepEqual([...snippets().keys()].sort(), ['postgres', 'quick-start', 'redis']);
+  assert.deepEqual([...snippets().keys()].sort(), ['opentelemetry', 'postgres', 'quick-start', 'redis']);
   // js-tests/types/readme-NAME.mjs is what `tsc -p js-tests/types` checks (nodenext and bundler).
   for (const [name, source] of snippets()) {
     const typed = fs.readFileSync(path.join(root, 'js-tests', 'types', `readme-${name}.mjs`), 'utf8');

@@ -265,6 +265,13 @@ export interface ResiliencePipelineBuilderOptions {
    * `--experimental-async-context-frame`).
    */
   ambientToken?: boolean;
+  /**
+   * OpenTelemetry: where `@opentelemetry/api` resolves and a meter or tracer provider is
+   * registered when the pipeline is built, it records `leasehold.*` metrics and a span per
+   * lock (README, "Metrics and traces"). `false` turns that off for this pipeline;
+   * `{ key: true }` adds the lock's key as an attribute (mind the cardinality).
+   */
+  openTelemetry?: false | { key?: boolean };
 }
 
 export interface ExecuteOptions {

@@ -89,6 +89,12 @@ pub enum LockError {
         /// The key whose lease was lost.
         key: String,
     },
+    /// An outer lease was lost while an inner lock was still being acquired. The
+    /// callback never ran.
+    LostBeforeStart {
+        /// The key whose lease was lost.
+        key: String,
+    },
     /// The store failed on `acquire` (or answered badly). The callback never ran.
     StoreFailed {
         /// The key being locked.
@@ -110,7 +116,7 @@ impl LockError {
     pub fn code(&self) -> &'static str {
         match self {
             LockError::NotAcquired { .. } => "LOCK_NOT_ACQUIRED",
-            LockError::Lost { .. } => "LOCK_LOST",
+            LockError::Lost { .. } | LockError::LostBeforeStart { .. } => "LOCK_LOST",
             LockError::StoreFailed { .. } => "LOCK_STORE_FAILED",
             LockError::Cancelled => "ABORT_ERR",
             LockError::InvalidArgument(ArgError { kind: ArgErrorKind::Type, .. }) => "ERR_INVALID_ARG_TYPE",
@@ -121,7 +127,10 @@ impl LockError {
     /// The key the error concerns, where there is one.
     pub fn key(&self) -> Option<&str> {
         match self {
-            LockError::NotAcquired { key } | LockError::Lost { key } | LockError::StoreFailed { key, .. } => Some(key),
+            LockError::NotAcquired { key }
+            | LockError::Lost { key }
+            | LockError::LostBeforeStart { key }
+            | LockError::StoreFailed { key, .. } => Some(key),
             LockError::Cancelled | LockError::InvalidArgument(_) => None,
         }
     }
@@ -133,6 +142,9 @@ impl LockError {
         match self {
             LockError::NotAcquired { key } => text!("lock '", key, "' is held by another owner"),
             LockError::Lost { key } => text!("lease on lock '", key, "' was lost while the callback ran"),
+            LockError::LostBeforeStart { key } => {
+                text!("lease on lock '", key, "' was lost before the callback started")
+            }
             LockError::StoreFailed { key, method, failure } => {
                 let method = method.name();
                 match failure {

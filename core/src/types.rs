@@ -127,6 +127,9 @@ pub enum Effect {
     Run {
         /// The execution.
         exec: u32,
+        /// The fencing token of its innermost lock, as granted: a manual lease over
+        /// before the host took this effect is no longer in the engine to ask.
+        token: u64,
     },
     /// Lock `layer` of a running execution was lost: abort the callback's signal with
     /// a `LockLostError` and call that lock's `onLockLost`.
@@ -186,10 +189,26 @@ pub enum Event {
         /// Milliseconds waited.
         waited: Millis,
     },
+    /// The store failed a try (threw, answered badly, or not within ttl): the
+    /// execution rejects with a store error.
+    AcquireFailed {
+        /// Milliseconds from the first try to the failure.
+        waited: Millis,
+        /// Why.
+        failure: StoreFailure,
+    },
+    /// The caller cancelled the execution while this lock was being acquired.
+    Cancelled {
+        /// Milliseconds waited.
+        waited: Millis,
+    },
     /// The lease was pushed out to now + ttl.
     Renewed {
         /// The fencing token of the lease.
         token: u64,
+        /// Milliseconds from when the renewal fell due (ttl/3 after the lease was last
+        /// set) to its answer; 0 for one answered early (an `extend`).
+        lag: Millis,
     },
     /// A renewal failed and will be retried while the lease is valid.
     RenewalFailed {
@@ -197,7 +216,11 @@ pub enum Event {
         failure: StoreFailure,
     },
     /// The lease was lost.
-    Lost,
+    Lost {
+        /// The store refused a renewal (the lease was not ours any more); otherwise it
+        /// ran out on the holder's clock.
+        refused: bool,
+    },
     /// The lease was released.
     Released,
     /// The release failed; the lease will expire by itself.

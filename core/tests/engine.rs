@@ -62,7 +62,7 @@ fn settled(effects: &[Effect], exec: u32) -> Option<&Outcome> {
 }
 
 fn ran(effects: &[Effect], exec: u32) -> bool {
-    effects.iter().any(|e| matches!(e, Effect::Run { exec: x } if *x == exec))
+    effects.iter().any(|e| matches!(e, Effect::Run { exec: x, .. } if *x == exec))
 }
 
 // ---- the fast path -------------------------------------------------------------------
@@ -173,7 +173,7 @@ fn waiters_are_woken_in_arrival_order() {
         let runs: Vec<u32> = drain(&mut e)
             .into_iter()
             .filter_map(|eff| match eff {
-                Effect::Run { exec } => Some(exec),
+                Effect::Run { exec, .. } => Some(exec),
                 _ => None,
             })
             .collect();
@@ -226,7 +226,28 @@ fn cancelling_a_waiter_removes_it_from_the_queue_and_it_never_runs() {
     e.finish(1, true).unwrap();
     let effects = drain(&mut e);
     assert!(ran(&effects, 3) && !ran(&effects, 2));
-    assert!(!e.cancel(3), "a running execution is not cancelled by the engine");
+    // Granted, its callback not started yet (only the host knows): still cancelled.
+    assert!(e.cancel(3));
+    assert_eq!(settled(&drain(&mut e), 3), Some(&Outcome::Error(LockError::Cancelled)));
+    assert!(!e.cancel(3), "settled: nothing left to cancel");
+}
+
+#[test]
+fn cancelling_before_the_callback_starts_wins_over_a_loss_meanwhile() {
+    let mut e = engine();
+    e.start(1, vec![lock(EXT, "k", 3_000, None)], ExecOptions { renew: true, telemetry: false, manual: false })
+        .unwrap();
+    let acquire = only_call(&mut e, StoreMethod::Acquire);
+    e.answer(acquire.request, Answer::Acquired(Some(1)));
+    assert!(ran(&drain(&mut e), 1));
+    e.advance(1_000).unwrap();
+    let renew = only_call(&mut e, StoreMethod::Renew);
+    e.answer(renew.request, Answer::Renewed(false));
+    assert!(drain(&mut e).contains(&Effect::Lost { exec: 1, layer: 0 }));
+    // The host had not started the callback: the caller's abort is the outcome, not the loss.
+    assert!(e.cancel(1));
+    assert_eq!(settled(&drain(&mut e), 1), Some(&Outcome::Error(LockError::Cancelled)));
+    assert_eq!(e.live_executions(), 0);
 }
 
 #[test]
@@ -280,7 +301,7 @@ fn renew_false_is_a_loss_at_once() {
     e.answer(renew.request, Answer::Renewed(false));
     let effects = drain(&mut e);
     assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
-    assert!(effects.contains(&Effect::Event { exec: 1, layer: 0, event: Event::Lost }));
+    assert!(effects.contains(&Effect::Event { exec: 1, layer: 0, event: Event::Lost { refused: true } }));
     assert_eq!(e.next_deadline(), None, "a lost lease is not renewed again");
     // The callback then fails: the execution rejects with LockLostError.
     assert_eq!(e.finish(1, false).unwrap(), Finish::Settled(Outcome::Error(LockError::Lost { key: "k".into() })));
@@ -640,7 +661,10 @@ fn an_outer_lock_lost_while_waiting_for_an_inner_one_fails_the_execution() {
     let renew = only_call(&mut e, StoreMethod::Renew);
     e.answer(renew.request, Answer::Renewed(false));
     let effects = drain(&mut e);
-    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(LockError::Lost { key: "outer".into() })));
+    let lost = LockError::LostBeforeStart { key: "outer".into() };
+    assert_eq!(lost.message(), "lease on lock 'outer' was lost before the callback started");
+    assert_eq!(lost.code(), "LOCK_LOST");
+    assert_eq!(settled(&effects, 1), Some(&Outcome::Error(lost)));
     e.finish(9, true).unwrap();
     assert!(!ran(&drain(&mut e), 1));
 }
@@ -1024,14 +1048,17 @@ fn a_manual_release_says_whether_the_owner_still_held_the_lease() {
 }
 
 #[test]
-fn a_manual_lease_granted_and_over_before_the_host_took_the_grant_is_not_acquired() {
+fn a_manual_lease_granted_and_over_before_the_host_took_the_grant_is_handed_out_over() {
     let mut e = engine();
     e.start(1, vec![lock(MEM, "k", 10, None)], MANUAL).unwrap();
     e.start(2, vec![lock(MEM, "k", 10, None)], MANUAL).unwrap(); // granted at 10, over at 20
     e.advance(20).unwrap();
     let effects = drain(&mut e);
-    assert!(!ran(&effects, 2), "{effects:?}");
-    assert_eq!(settled(&effects, 2), Some(&Outcome::Error(LockError::NotAcquired { key: "k".into() })));
+    // Granted (never "the key stayed held"), its token with the grant, lost, wound down.
+    let run = effects.iter().position(|fx| *fx == Effect::Run { exec: 2, token: 2 });
+    let lost = effects.iter().position(|fx| *fx == Effect::Lost { exec: 2, layer: 0 });
+    assert!(run.is_some() && lost.is_some() && run < lost, "{effects:?}");
+    assert_eq!(settled(&effects, 2), Some(&Outcome::NotHeld));
     assert_eq!(e.live_executions(), 0);
 }
 
@@ -1419,7 +1446,7 @@ mod answers {
         let acquire = only_call(&mut e, StoreMethod::Acquire);
         let word = answer_call(&mut e, acquire.request, Answer::Acquired(Some(4)), false, &mut 0.0);
         assert_eq!(word, status::EFFECTS);
-        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1 }]);
+        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1, token: 4 }]);
         e.finish(1, true).unwrap();
         let release = only_call(&mut e, StoreMethod::Release);
         let word = answer_call(&mut e, release.request, Answer::Released(None), false, &mut 0.0);
@@ -1438,7 +1465,7 @@ mod answers {
             drain(&mut e),
             vec![
                 Effect::Event { exec: 1, layer: 0, event: Event::Acquired { waited: 5, token: BIG_TOKEN } },
-                Effect::Run { exec: 1 },
+                Effect::Run { exec: 1, token: BIG_TOKEN },
             ]
         );
         e.finish(1, true).unwrap();
@@ -1462,7 +1489,7 @@ mod answers {
         e.start(2, vec![lock(EXT, "b", 30_000, None)], ExecOptions::default()).unwrap();
         assert_eq!(acquired(&mut e, first.request, Some(1)), status::EFFECTS);
         let effects = drain(&mut e);
-        assert!(matches!(effects[..], [Effect::StoreCall { exec: 2, .. }, Effect::Run { exec: 1 }]), "{effects:?}");
+        assert!(matches!(effects[..], [Effect::StoreCall { exec: 2, .. }, Effect::Run { exec: 1, .. }]), "{effects:?}");
         // And a release answered while another execution's effects wait.
         e.finish(1, true).unwrap();
         let release = only_call(&mut e, StoreMethod::Release);
@@ -1505,7 +1532,7 @@ mod answers {
             .unwrap();
         let acquire = only_call(&mut e, StoreMethod::Acquire);
         assert_eq!(acquired(&mut e, acquire.request, Some(BIG_TOKEN)), status::EFFECTS);
-        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1 }]);
+        assert_eq!(drain(&mut e), vec![Effect::Run { exec: 1, token: 1 }]);
         assert_eq!(e.token(1), Some(1), "the memory store's token");
     }
 

@@ -60,7 +60,7 @@ fn a_release_hands_the_lease_to_a_waiter_here_with_the_next_token_and_no_store_c
     assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value), "settles at once");
     assert_eq!(e.token(2), Some(1_001));
     let effects: Vec<Effect> = std::iter::from_fn(|| e.take_effect()).collect();
-    assert!(effects.contains(&Effect::Run { exec: 2 }), "{effects:?}");
+    assert!(effects.contains(&Effect::Run { exec: 2, token: 1_001 }), "{effects:?}");
     assert!(!effects.iter().any(|fx| matches!(fx, Effect::StoreCall { .. })), "no store call: {effects:?}");
     // The lease keeps the first acquire's owner; its release names it and carries text.
     let owner = e.layer_owner(2, 0).unwrap().to_owned();
@@ -186,7 +186,7 @@ fn a_lingering_lease_goes_to_the_next_execution_that_asks_with_no_store_call() {
     e.advance(2).unwrap();
     assert_eq!(e.start(2, vec![lingering("k", 5)], OPTIONS).unwrap(), Start::Pending);
     let effects: Vec<Effect> = std::iter::from_fn(|| e.take_effect()).collect();
-    assert_eq!(effects, vec![Effect::Run { exec: 2 }], "granted in the call, no store call");
+    assert_eq!(effects, vec![Effect::Run { exec: 2, token: 1_001 }], "granted in the call, no store call");
     assert_eq!(e.token(2), Some(1_001));
     assert_eq!(e.live_executions(), 1, "nothing kept besides");
 }
@@ -247,4 +247,48 @@ fn the_first_waiter_behind_a_holder_here_still_polls_the_store() {
     assert_eq!(polls.len(), 1, "only the first waiter polls: {polls:?}");
     assert_eq!(polls[0].1, StoreMethod::Acquire);
     assert_eq!(e.request_exec(polls[0].0), Some(2), "so a store that went away is found");
+}
+
+const MANUAL: ExecOptions = ExecOptions { renew: false, telemetry: false, manual: true };
+
+/// A manual lease of `ttl` on "k" for `exec`, waiting; its acquire's request, if it asked.
+fn start_manual(e: &mut Engine, exec: u32, ttl: Millis) -> Vec<(u32, StoreMethod, String, bool)> {
+    let spec = LockSpec { store: EXT, key: "k".into(), ttl, wait: Some(5_000), linger: 0 };
+    e.start(exec, vec![spec], MANUAL).unwrap();
+    calls(e)
+}
+
+#[test]
+fn a_manual_lease_handed_over_renews_the_store_lease_to_its_own_ttl_at_once() {
+    for (first_ttl, second_ttl) in [(30, 5_000), (3_000, 20)] {
+        let mut e = engine();
+        let asked = start_manual(&mut e, 1, first_ttl);
+        e.answer(asked[0].0, Answer::Acquired(Some(1_000)));
+        calls(&mut e);
+        assert!(start_manual(&mut e, 2, second_ttl).is_empty(), "waits behind the holder here");
+        e.advance(1).unwrap();
+        assert_eq!(e.finish(1, true).unwrap(), Finish::Settled(Outcome::Value));
+        assert_eq!(e.token(2), Some(1_001));
+        // The store's lease is the first holder's: the new holder renews it to its own ttl.
+        let renewed = calls(&mut e);
+        assert_eq!(renewed.len(), 1, "{renewed:?}");
+        let (request, method, _, handed_over) = renewed[0].clone();
+        assert_eq!((method, handed_over), (StoreMethod::Renew, true));
+        e.answer(request, Answer::Renewed(true));
+        // Held for its own ttl from the handover, not the first holder's.
+        e.advance(second_ttl - 1).unwrap();
+        assert!(e.layer_held(2, 0), "{first_ttl} -> {second_ttl}: held to its own end");
+        e.advance(1).unwrap();
+        assert!(!e.layer_held(2, 0), "{first_ttl} -> {second_ttl}: over at its own end");
+    }
+}
+
+#[test]
+fn a_pipeline_handed_a_lease_of_its_own_ttl_makes_no_store_call() {
+    let mut e = engine();
+    take(&mut e, 1, "k", 1_000);
+    assert_eq!(start(&mut e, 2, "k"), None);
+    e.advance(1).unwrap();
+    e.finish(1, true).unwrap();
+    assert!(calls(&mut e).is_empty(), "same ttl, renewed every ttl/3 anyway: no store call");
 }

@@ -51,9 +51,11 @@ impl Model {
 fn apply_effects(engine: &mut Engine, model: &mut Model) {
     while let Some(effect) = engine.take_effect() {
         match effect {
-            Effect::Run { exec } => {
+            Effect::Run { exec, token } => {
                 let key = model.waiting[&exec];
-                let token = engine.token(exec).unwrap();
+                // The token comes with the grant: a manual lease over before the grant was
+                // taken is no longer in the engine.
+                assert!(engine.token(exec).is_none_or(|t| t == token));
                 model.granted(exec, key, token);
             }
             Effect::Settled { exec, outcome } => {

@@ -171,6 +171,8 @@ function defineExecutions(api) {
       this.scheduled = false;
       // Resolves the job `awaitGrant` made, which starts the callback.
       this.granted = undefined;
+      // What it records to OpenTelemetry (lib/otel/recorder.cjs), when its pipeline does.
+      this.otel = undefined;
     }
 
     /**
@@ -197,7 +199,7 @@ function defineExecutions(api) {
       // run: the callback never runs then.
       if (this.callerSignal?.aborted) {
         this.context.abort(this.callerSignal.reason);
-        return this.finish(false, this.callerSignal.reason);
+        return this.cancelUnstarted();
       }
       // Granted from elsewhere (a release, a store's answer): the callback starts from
       // the job `awaitGrant` made in execute(), in the caller's async context.
@@ -244,13 +246,30 @@ function defineExecutions(api) {
       }).then(() => {
         // Settled meanwhile (its engine retired), or aborted by its caller: not started.
         if (this.callback === undefined || this.finished) return undefined;
-        if (this.callerSignal?.aborted) return this.finish(false, this.callerSignal.reason);
+        if (this.callerSignal?.aborted) return this.cancelUnstarted();
         try {
           return this.invoke(true);
         } catch (error) {
           return this.fail(error);
         }
       });
+    }
+
+    /**
+     * The caller aborted after the grant, before the callback started: the engine settles
+     * it with the caller's reason whatever befell its leases meanwhile (`cancel`).
+     */
+    cancelUnstarted() {
+      const reason = this.callerSignal.reason;
+      if (this.fastHeld !== undefined) return this.finishFast(false, reason);
+      this.finished = true;
+      const host = this.host;
+      try {
+        host.call(() => host.engine.cancel(this.id));
+      } catch (error) {
+        return this.fail(fromEngine(error));
+      }
+      return undefined;
     }
 
     finish(ok, valueOrError) {
@@ -307,7 +326,11 @@ function defineExecutions(api) {
         // fails with it unless it has settled already.
         if (!settled) return this.fail(error);
       }
-      if (settled) host.forget(this.id);
+      if (settled) {
+        // Its last events (its release) came with the effects just applied.
+        if (this.otel !== undefined) this.otel.settled();
+        host.forget(this.id);
+      }
       // What this settlement starts (the caller's next execute) runs while the next
       // holder awaits, not between the two holders.
       if (handsOff) host.handoff(payloadOf(word));
@@ -378,6 +401,8 @@ function defineExecutions(api) {
         this.fastHeld = undefined;
       }
       this.host.execs.delete(this.id);
+      // Its events have all come (they precede a `settled` effect).
+      if (this.otel !== undefined) this.otel.settled();
       this.settle(ok, valueOrError);
     }
 
@@ -401,7 +426,16 @@ function defineExecutions(api) {
     }
 
     event(fx, thrown) {
+      if (this.otel !== undefined) {
+        try {
+          this.otel.event(fx, this.host.engine.now());
+        } catch {
+          // Telemetry never breaks a lock.
+        }
+      }
       const telemetry = this.pipeline.telemetry;
+      // The engine's events for a failed or cancelled acquire feed OpenTelemetry only.
+      if (telemetry === undefined || fx.outcome === 'acquireFailed' || fx.outcome === 'cancelled') return;
       const lock = this.locks[fx.layer];
       const event = { type: fx.outcome, key: this.keys[fx.layer], name: lock.name, operationKey: this.context.operationKey };
       if (fx.outcome === 'acquired' || fx.outcome === 'rejected') event.waitedMs = fx.waited;

@@ -74,11 +74,13 @@ function defineLeases(api) {
       this.abortReason = undefined;
       this.extends = [];
       this.store = undefined;
+      // The owner the lease was asked for under (a lease handed over locally has another).
+      this.startOwner = undefined;
       this.resolve = undefined;
       this.reject = undefined;
     }
 
-    run() {
+    run(token) {
       this.running = true;
       if (this.callerSignal?.aborted) {
         // Granted, but the caller gave up first: hand the lease back at once.
@@ -91,8 +93,10 @@ function defineLeases(api) {
       const engine = this.host.engine;
       let handle;
       try {
-        const owner = this.lockText?.[1] ?? engine.layerOwner(this.id, 0);
-        handle = new LeaseHandle(this, this.key, owner, engine.token(this.id));
+        // A lease over before this run (granted and lapsed in one advance of fake time) is
+        // no longer in the engine: its token came with the grant, its owner at the start.
+        const owner = engine.layerOwner(this.id, 0) ?? this.lockText?.[1] ?? this.startOwner;
+        handle = new LeaseHandle(this, this.key, owner, token ?? engine.token(this.id));
       } catch (error) {
         // The engine failed (a caught panic) while handing the lease over: the caller
         // is told, and the lease nobody can hold is handed back.
@@ -263,6 +267,7 @@ function defineLeases(api) {
         throw fromEngine(error);
       }
       if (host.status(statusOf(status)) === STARTED_RUNNING) rec.run();
+      else rec.startOwner = host.engine.layerOwner(id, 0) ?? undefined;
     });
   }
 

@@ -12,7 +12,7 @@ const DEFAULT_TTL = 30_000;
 // The option names each entry point takes (checkOptionNames).
 const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name', 'linger'];
 const EXECUTE_OPTIONS = ['operationKey', 'signal'];
-const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken'];
+const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken', 'openTelemetry'];
 const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider', 'name'];
 const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS, 'skipOnLockFailure'];
 

@@ -181,6 +181,7 @@ impl Engine {
                     self.release_orphan(exec, layer);
                 }
                 let key = key_of(self);
+                self.event(exec, layer, Event::AcquireFailed { waited, failure: failure.clone() });
                 self.wind_down(
                     exec,
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
@@ -208,7 +209,8 @@ impl Engine {
             self.begin_layer(exec, layer + 1);
         } else if let Some(e) = self.execs.get_mut(&exec) {
             e.phase = Phase::Running;
-            self.effects.push_back(Effect::Run { exec });
+            let token = e.layers.iter().rev().find_map(|l| l.token).unwrap_or_default();
+            self.effects.push_back(Effect::Run { exec, token });
         }
     }
 }

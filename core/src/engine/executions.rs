@@ -6,7 +6,7 @@ use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::text::text;
-use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
+use crate::types::{Answer, Effect, Event, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
 
 impl Engine {
     /// Starts execution `exec` (an id the host chooses, unique among live executions and
@@ -47,9 +47,8 @@ impl Engine {
                 .get(&exec)
                 .and_then(|e| e.layers.last())
                 .is_some_and(|l| matches!(l.spec.store, StoreRef::Memory(_)));
-        if in_memory && matches!(self.effects.back(), Some(Effect::Run { exec: e }) if *e == exec) {
-            self.effects.pop_back();
-            let token = self.token(exec).unwrap_or_default();
+        if in_memory && matches!(self.effects.back(), Some(Effect::Run { exec: e, .. }) if *e == exec) {
+            let Some(Effect::Run { token, .. }) = self.effects.pop_back() else { return Start::Pending };
             return Start::Running { token };
         }
         Start::Pending
@@ -168,14 +167,23 @@ impl Engine {
         Ok(Finish::Pending)
     }
 
-    /// The caller cancelled `exec`. While it waits or acquires, it leaves the queue,
-    /// releases what it holds and settles with [`LockError::Cancelled`]; its callback
-    /// never runs. Returns false (and does nothing) once the callback runs: passing the
-    /// abort on to the callback is the host's part.
+    /// The caller cancelled `exec` before its callback started. While it waits or
+    /// acquires, and once granted until the host starts its callback (only the host
+    /// knows when that is: it must not cancel after), it leaves the queue, releases what
+    /// it holds and settles with [`LockError::Cancelled`], whatever befell its leases
+    /// meanwhile (a loss included): its callback never runs. Returns false (and does
+    /// nothing) once it is releasing; passing an abort on to a running callback is the
+    /// host's part.
     pub fn cancel(&mut self, exec: u32) -> bool {
         self.tick();
         match self.execs.get(&exec) {
-            Some(e) if e.phase == Phase::Acquiring => {
+            Some(e) if e.phase != Phase::Releasing => {
+                let now = self.time;
+                let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
+                if let Some(layer) = acquiring {
+                    let waited = now.saturating_sub(e.layers[layer].started_at);
+                    self.event(exec, layer as u32, Event::Cancelled { waited });
+                }
                 self.wind_down(exec, Outcome::Error(LockError::Cancelled));
                 true
             }

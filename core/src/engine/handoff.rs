@@ -17,6 +17,9 @@
 //!   the store granted it: a process keeps a key others wait for no longer than that.
 //! - While an execution here holds the key, a new waiter for it waits here, without a
 //!   store call; once the lease goes back to the store, the first waiter here asks.
+//! - A lease handed over is its new holder's for that holder's own ttl: the store's lease
+//!   (the previous holder's, with its ttl) is renewed at once to it, unless the new
+//!   holder renews every ttl/3 anyway with that same ttl (a manual lease does not).
 
 use super::state::{
     current_layer, exec_at, layer_at, take_acquiring, Exec, Grant, HeadLeft, Held, Layer, LayerState, Phase,
@@ -146,6 +149,7 @@ impl Engine {
         let Some(l) = self.layer_mut(exec, layer) else { return };
         let LayerState::Held(h) = std::mem::replace(&mut l.state, LayerState::Done) else { return };
         let owner = std::mem::take(&mut l.owner);
+        let lease_ttl = l.spec.ttl;
         let token = l.token.unwrap_or_default() + 1;
         let (store, key) = (l.spec.store, l.spec.key.clone());
         l.released_as_owner = true;
@@ -158,6 +162,13 @@ impl Engine {
 
         let renews = exec_at(&self.execs, to).options.renew;
         let Some(w) = self.layer_mut(to, to_layer) else { return };
+        // The store's lease is the previous holder's, with its ttl: the new holder runs on
+        // a lease of its own ttl from now, renewed at once to it (under its token), unless
+        // it renews every ttl/3 anyway with that same ttl. Otherwise a lease that is never
+        // renewed would end with the previous ttl, early (another process takes the key
+        // the engine says is held) or late (a short lease never released holds the key
+        // for the long one).
+        let renew_now = !(renews && w.spec.ttl == lease_ttl);
         let waiting = take_acquiring(w);
         let own_owner = std::mem::replace(&mut w.owner, owner);
         w.inherited = true;
@@ -165,7 +176,7 @@ impl Engine {
         let waited = now - w.started_at;
         w.state = LayerState::Held(Held {
             expires_at: h.expires_at,
-            renew_at: renews.then(|| h.renew_at.unwrap_or(now)),
+            renew_at: if renew_now { Some(now) } else { h.renew_at.or(Some(now)) },
             in_flight: None,
             retry: Backoff::default(),
             extend_pending: 0,
@@ -185,7 +196,11 @@ impl Engine {
         if waiting.queued {
             self.leave_queue(to, store, &key, HeadLeft::Acquired);
         }
-        self.arm_held(to, to_layer);
+        if renew_now {
+            self.renew(to, to_layer);
+        } else {
+            self.arm_held(to, to_layer);
+        }
         self.event(to, to_layer, Event::Acquired { waited, token });
         self.held_all_up_to(to, to_layer);
     }

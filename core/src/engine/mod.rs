@@ -207,7 +207,7 @@ impl Engine {
     /// takes nothing.
     pub fn take_sole_run(&mut self) -> Option<u32> {
         match self.effects.front() {
-            Some(&Effect::Run { exec }) if self.effects.len() == 1 => {
+            Some(&Effect::Run { exec, .. }) if self.effects.len() == 1 => {
                 self.effects.clear();
                 Some(exec)
             }
@@ -289,18 +289,9 @@ impl Engine {
         }
     }
 
-    /// Takes `exec`'s pending `run` effect out of the queue, the others keeping their
-    /// order; whether there was one.
-    fn take_back_run(&mut self, exec: u32) -> bool {
-        let mut found = false;
-        for _ in 0..self.effects.len() {
-            let Some(effect) = self.effects.pop_front() else { break };
-            match effect {
-                Effect::Run { exec: e } if e == exec && !found => found = true,
-                effect => self.effects.push_back(effect),
-            }
-        }
-        found
+    /// Whether `exec`'s `run` effect is still waiting for the host to take it.
+    fn run_pending(&self, exec: u32) -> bool {
+        self.effects.iter().any(|effect| matches!(effect, Effect::Run { exec: e, .. } if *e == exec))
     }
 
     /// Lock `layer` of `exec`, if the execution is live.

@@ -99,8 +99,9 @@ impl Engine {
                     self.event(exec, layer, Event::Released);
                 }
                 if wake {
-                    // The key is lent for the wake rather than copied: waking touches
-                    // only the waiters, never this execution.
+                    // The first waiter tries now (`released`, then `try_acquire`); its
+                    // grant runs it within this call. The key is lent for the wake
+                    // rather than copied: waking touches only the waiters.
                     let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
                     self.released(StoreRef::Memory(id), &key);
                     if let Some(l) = self.layer_mut(exec, layer) {

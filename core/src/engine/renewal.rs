@@ -85,11 +85,14 @@ impl Engine {
         let refused = matches!(result, Ok(false));
         match result {
             Ok(true) => {
+                // Due ttl/3 after the lease was last set, which ends ttl after that.
+                let due = h.expires_at.saturating_sub(wanted_ttl).saturating_add(renew_after(wanted_ttl));
+                let lag = now.saturating_sub(due);
                 h.expires_at = sent_at.saturating_add(ttl);
                 h.renew_at = renews.then(|| sent_at.saturating_add(renew_after(ttl)));
                 h.retry = Backoff::default();
                 self.arm_held(exec, layer);
-                self.event(exec, layer, Event::Renewed { token });
+                self.event(exec, layer, Event::Renewed { token, lag });
             }
             Ok(false) => {}
             Err(failure) => {
@@ -156,14 +159,16 @@ impl Engine {
         }
         self.answer_extends(exec, false, extend_pending);
         self.forget_holder(exec, layer);
-        if let Some((store, key)) = self.turn_key(exec, layer) {
-            self.wake_local_waiter(store, &key);
-        }
         let Some(l) = self.layer_mut(exec, layer) else { return };
         l.state = LayerState::Lost { release_by: (!refused).then(|| now.saturating_add(ttl)) };
         let key = l.spec.key.clone();
         self.arm(exec, layer, None);
-        self.event(exec, layer, Event::Lost);
+        // The loss is told before anything the freed key leads to (the next holder's
+        // `acquired`), on every path.
+        self.event(exec, layer, Event::Lost { refused });
+        if let Some((store, key)) = self.turn_key(exec, layer) {
+            self.wake_local_waiter(store, &key);
+        }
         let Some(e) = self.execs.get_mut(&exec) else { return };
         e.lost.get_or_insert(layer);
         let (manual, renews) = (e.options.manual, e.options.renew);
@@ -172,23 +177,21 @@ impl Engine {
             // it (a lease taken to run a job at most once a minute, left to lapse). One that
             // is over is wound down now, so that nothing stays behind; its release() then
             // answers false. One granted and over before the host took the grant (a tiny
-            // ttl, a busy host) was never held by anyone: it is not acquired.
+            // ttl, a busy host) was granted all the same: its caller gets the handle (it
+            // was given the key and its token), already over, its signal aborted; never
+            // `undefined`, which says the key stayed held.
             Phase::Running if manual => {
-                if self.take_back_run(exec) {
-                    self.wind_down(exec, Outcome::Error(LockError::NotAcquired { key }));
-                } else {
-                    // Only an auto-renewed lease is lost to its holder (its signal aborts);
-                    // one without renewals simply lapses, as its holder was told it would.
-                    if renews {
-                        self.effects.push_back(Effect::Lost { exec, layer });
-                    }
-                    self.wind_down(exec, Outcome::Value);
+                // Only an auto-renewed lease is lost to its holder (its signal aborts);
+                // one without renewals simply lapses, as its holder was told it would.
+                if renews || self.run_pending(exec) {
+                    self.effects.push_back(Effect::Lost { exec, layer });
                 }
+                self.wind_down(exec, Outcome::Value);
             }
             Phase::Running => self.effects.push_back(Effect::Lost { exec, layer }),
             // An outer lock lost while an inner one is still being acquired: the
             // callback never starts (so there is no signal to abort, no onLockLost).
-            Phase::Acquiring => self.wind_down(exec, Outcome::Error(LockError::Lost { key })),
+            Phase::Acquiring => self.wind_down(exec, Outcome::Error(LockError::LostBeforeStart { key })),
             Phase::Releasing => {}
         }
     }

@@ -107,9 +107,7 @@ pub fn answer_call(engine: &mut Engine, request: u32, answer: Answer, direct: bo
 /// `settled`; its status bits.
 fn take_sole_answer(engine: &mut Engine, exec: u32, granted: Option<u64>) -> Option<u32> {
     let status = match engine.sole_effect()? {
-        Effect::Run { exec: e } if *e == exec && granted.is_some() && engine.token(exec) == granted => {
-            status::ANSWERED_RUNNING
-        }
+        Effect::Run { exec: e, token } if *e == exec && granted == Some(*token) => status::ANSWERED_RUNNING,
         Effect::Settled { exec: e, outcome } if *e == exec => match outcome {
             Outcome::Value => status::ANSWERED_VALUE,
             Outcome::CallbackError => status::ANSWERED_CALLBACK_ERROR,
