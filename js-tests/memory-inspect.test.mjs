@@ -59,11 +59,22 @@ test('the shared scenario on the system clock', async () => {
   });
 });
 
-test('owners say which host and process drew them', async () => {
-  const lease = await acquireLock(new MemoryLockStore(), 'who', 1_000);
+test('owners say which host and process drew them, and the name given to the lock', async () => {
+  const store = new MemoryLockStore();
   const host = os.hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+  const lease = await acquireLock(store, 'who', 1_000);
+  assert.match(lease.owner, /^[^:]+:\d+:[0-9a-f]{32}$/);
   assert.equal(lease.owner, `${host}:${process.pid}:${lease.owner.slice(-32)}`);
   await lease.release();
+  const named = await acquireLock(store, 'who', 1_000, { name: 'nightly report' });
+  assert.equal(named.owner, `${host}:${process.pid}:nightly-report:${named.owner.slice(-32)}`, 'the name, made one word');
+  await named.release();
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key: 'who', store, name: 'billing/sync' }).build();
+  const inside = await pipeline.execute(() => store.inspect('who'));
+  assert.match(inside.holders[0].owner, new RegExp(`^${host}:${process.pid}:billing/sync:[0-9a-f]{32}$`));
+  const waited = await withLock({ key: 'who', store, name: 'x'.repeat(100) }, () => store.inspect('who'));
+  assert.equal(waited.holders[0].owner.split(':')[2], 'x'.repeat(64), 'at most 64 characters');
+  await assert.rejects(acquireLock(store, 'who', 1_000, { name: 3 }), /name must be a string, got 3/);
 });
 
 test('a missing key, a lapsed lease, a hold granted on the fast path', async () => {

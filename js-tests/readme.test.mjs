@@ -155,8 +155,16 @@ test('Leader election: one instance leads, SIGTERM steps it down, the next leads
   }
 });
 
+test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, then exits', async () => {
+  const { code, stdout, stderr } = await runSnippet('opentelemetry');
+  assert.equal(code, 0, stderr);
+  const printed = /It prints:\n\n```\n([\s\S]*?)```/.exec(fs.readFileSync(path.join(root, 'README.md'), 'utf8').split('<!-- readme-snippet: opentelemetry -->')[1]);
+  assert.ok(printed, 'the README shows what the snippet prints');
+  assert.equal(stdout, printed[1]);
+});
+
 test('every snippet the README marks is tested here, and type-checked verbatim', () => {
-  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'postgres', 'quick-start', 'redis']);
+  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'redis']);
   // js-tests/types/readme-NAME.mjs is what `tsc -p js-tests/types` checks (nodenext and bundler).
   for (const [name, source] of snippets()) {
     const typed = fs.readFileSync(path.join(root, 'js-tests', 'types', `readme-${name}.mjs`), 'utf8');

@@ -189,3 +189,32 @@ test('a holder that sleeps past its ttl loses the key; its late write with the o
   );
   assert.deepEqual(problems, []);
 });
+
+test('inspect across pages: the holder and two waiters in queue order; list; a missing key', { skip, timeout: 60_000 }, async () => {
+  const [a, b, c] = [await openPage(), await openPage(), await openPage()];
+  const key = 'inspected';
+  const first = await call(a, 'hold', { key, name: 'a' });
+  await call(b, 'start', { key, name: 'b', wait: '30s' });
+  await pendingReaches(a, 1);
+  await call(c, 'start', { key, name: 'c', wait: '30s' });
+  await pendingReaches(a, 2);
+  // A waiter's record follows its Web Lock request by an IndexedDB write.
+  await c.waitForFunction((k) => window.contender.inspect({ key: k, prefix: '' }).then((r) => r.seen?.waiters.length === 2), key, { timeout: 15_000 });
+  const { seen, keys, now } = await call(c, 'inspect', { key, prefix: 'insp' });
+  assert.deepEqual(keys, [key]);
+  assert.equal(seen.key, key);
+  assert.equal(seen.holders.length, 1);
+  assert.equal(seen.holders[0].fencingToken, first, "the holder's token");
+  assert.ok(seen.holders[0].ttl > 0 && seen.holders[0].ttl <= 10_000, `time left ${seen.holders[0].ttl}`);
+  assert.match(seen.holders[0].owner, /^[0-9a-f]{32}$/, 'a browser owner: the random id alone');
+  assert.equal(seen.waiters.length, 2);
+  assert.ok(seen.waiters[0].since <= seen.waiters[1].since && seen.waiters[1].since <= now, 'in the order they queued');
+  assert.equal(new Set([seen.holders[0].owner, ...seen.waiters.map((w) => w.owner)]).size, 3);
+  await call(a, 'letGo', 'a');
+  await Promise.all([b.evaluate(() => window.contender.finished('b')), c.evaluate(() => window.contender.finished('c'))]);
+  const after = await call(a, 'inspect', { key, prefix: '' });
+  assert.equal(after.seen, null, 'nothing held or waited for once all ran');
+  assert.deepEqual(after.keys, []);
+  assert.equal((await call(b, 'inspect', { key: 'never', prefix: 'x' })).seen, null);
+  assert.deepEqual(problems, []);
+});

@@ -230,7 +230,11 @@ export interface LockOptions {
   store?: LockStore;
   /** Called once when the lease is lost while the callback runs. */
   onLockLost?: (args: LockLostArgs) => void | Promise<void>;
-  /** A name for telemetry. Default `'lock'`. */
+  /**
+   * A name for telemetry (default `'lock'`) and for people reading the lock's owner ids:
+   * when given, every owner drawn for it reads `host:pid:<name>:<random hex>` (the name
+   * made one word, at most 64 characters).
+   */
   name?: string;
   /**
    * On a store that hands leases over between executions (`localHandoff`: Redis,
@@ -261,6 +265,13 @@ export interface ResiliencePipelineBuilderOptions {
    * `--experimental-async-context-frame`).
    */
   ambientToken?: boolean;
+  /**
+   * OpenTelemetry: where `@opentelemetry/api` resolves and a meter or tracer provider is
+   * registered when the pipeline is built, it records `leasehold.*` metrics and a span per
+   * lock (README, "Metrics and traces"). `false` turns that off for this pipeline;
+   * `{ key: true }` adds the lock's key as an attribute (mind the cardinality).
+   */
+  openTelemetry?: false | { key?: boolean };
 }
 
 export interface ExecuteOptions {
@@ -351,6 +362,8 @@ export interface AcquireLockOptions {
    * own: another one here is a `TypeError`.
    */
   timeProvider?: FakeTimeProvider;
+  /** A name carried in the lease's owner id (`host:pid:<name>:<random hex>`). */
+  name?: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 // Type declarations for `leasehold/tabs`. Written by hand.
-import type { LockGrant, LockStore } from './index.mjs';
+import type { InspectableStore, ListOptions, LockGrant, LockInspection, LockStore } from './index.mjs';
 
 export interface TabLockStoreOptions {
   /** Names the Web Locks: the lease on `key` is the lock `${prefix}:${key}`. Default `'leasehold'`. */
@@ -15,7 +15,7 @@ export interface TabLockStoreOptions {
  * granted or renewed (on the holder's clock, which may run late in a frozen or throttled
  * tab, never early). Throws a TypeError where `navigator.locks` or `indexedDB` is missing.
  */
-export declare class TabLockStore implements LockStore {
+export declare class TabLockStore implements LockStore, InspectableStore {
   constructor(options?: TabLockStoreOptions);
   readonly grantsOnRelease: true;
   acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
@@ -27,4 +27,11 @@ export declare class TabLockStore implements LockStore {
   isLocked(key: string): Promise<boolean>;
   /** Lets go of this store's leases, leaves its queues, closes its IndexedDB connection. */
   close(): Promise<void>;
+  /**
+   * Who holds `key` in the origin (from the Web Lock and the holder's record in
+   * IndexedDB) and who waits, in the order they queued; `undefined` when none.
+   */
+  inspect(key: string): Promise<LockInspection | undefined>;
+  /** The keys held in the origin under this store's prefix (`navigator.locks.query()`). */
+  list(options?: ListOptions): AsyncIterable<string>;
 }

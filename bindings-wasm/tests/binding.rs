@@ -44,13 +44,15 @@ fn code_of(error: JsValue) -> String {
 #[wasm_bindgen_test]
 fn start_and_finish_on_the_memory_store_are_synchronous() {
     let mut engine = fake_engine();
-    let (first, token) = started(engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
+    let (first, token) =
+        started(engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
     assert_eq!(first & 0x0f, status::STARTED_RUNNING);
     assert_eq!(engine.token(1), Some(token as f64), "start returns the token it granted");
     assert_eq!(engine.mem_size(0).unwrap(), 1);
 
     // A second execution on the key fails fast (wait 0): held.
-    let (second, _) = started(engine.start(2, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
+    let (second, _) =
+        started(engine.start(2, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
     assert_eq!(second & 0x0f, 0);
     let (records, strings) = effects(&mut engine);
     let settled = records.iter().find(|e| e[0] == 4.0).expect("a settled effect");
@@ -66,7 +68,8 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
     assert_eq!(engine.live_executions(), 0);
 
     // Tokens only increase.
-    let (third, next) = started(engine.start(3, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0).unwrap());
+    let (third, next) =
+        started(engine.start(3, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
     assert_eq!(third & 0x0f, status::STARTED_RUNNING);
     assert!(next > token);
 }
@@ -74,7 +77,8 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
 #[wasm_bindgen_test]
 fn effects_come_flat_with_their_text_apart() {
     let mut engine = fake_engine();
-    let (pending, _) = started(engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 0.0).unwrap());
+    let (pending, _) =
+        started(engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 0.0, String::new()).unwrap());
     assert_ne!(pending & status::EFFECTS, 0);
     assert_eq!(pending & 0x0f, 0);
     let (records, strings) = effects(&mut engine);
@@ -102,12 +106,15 @@ fn effects_come_flat_with_their_text_apart() {
 #[wasm_bindgen_test]
 fn bad_arguments_are_errors_with_a_code() {
     let mut engine = fake_engine();
-    let negative = engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), -5.0, 0.0).unwrap_err();
+    let negative = engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), -5.0, 0.0, String::new()).unwrap_err();
     assert_eq!(code_of(negative.clone()), "ERR_OUT_OF_RANGE");
     assert!(get(&negative, "message").as_string().unwrap().contains("ttl"));
-    assert_eq!(code_of(engine.add_lock(9, 0, "k".into(), 1_000.0, 0.0).unwrap_err()), "ERR_INVALID_ARG_TYPE");
     assert_eq!(
-        code_of(engine.start(1, RENEW, store_kind::MEMORY, 0, String::new(), 1.0, 0.0).unwrap_err()),
+        code_of(engine.add_lock(9, 0, "k".into(), 1_000.0, 0.0, String::new()).unwrap_err()),
+        "ERR_INVALID_ARG_TYPE"
+    );
+    assert_eq!(
+        code_of(engine.start(1, RENEW, store_kind::MEMORY, 0, String::new(), 1.0, 0.0, String::new()).unwrap_err()),
         "ERR_INVALID_ARG_TYPE"
     );
     assert_eq!(code_of(engine.finish(77, true, false).unwrap_err()), "ERR_OUT_OF_RANGE");
@@ -117,7 +124,7 @@ fn bad_arguments_are_errors_with_a_code() {
 #[wasm_bindgen_test]
 fn the_fake_clock_runs_polls_when_advanced() {
     let mut engine = fake_engine();
-    engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 500.0).unwrap();
+    engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 500.0, String::new()).unwrap();
     let (first, _) = effects(&mut engine);
     let request = first[0][3] as u32;
     // Held: the engine polls again 50 ms later.

@@ -23,6 +23,7 @@ fn main() {
                 ttl: 30_000,
                 wait: Some(0),
                 linger: 0,
+                name: String::new(),
             };
             engine.start(exec, vec![spec], ExecOptions::default()).expect("starts");
             let _ = engine.host_timer();

@@ -119,10 +119,10 @@ macro_rules! binding_surface {
 
             /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine
             /// keeps no more; executions on it then start with `startDefined`.
-            defineLock => fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64)
+            defineLock => fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
                 -> [Result<i32, Thrown>]
             {
-                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait).map_err(to_js_error)?;
+                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait, name).map_err(to_js_error)?;
                 Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
             }
 
@@ -138,10 +138,10 @@ macro_rules! binding_surface {
             }
 
             /// Adds an outer lock for the next `start`.
-            addLock => fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64)
+            addLock => fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
                 -> [Result<(), Thrown>]
             {
-                self.outer_locks.add(kind, store, key, ttl, wait).map_err(to_js_error)
+                self.outer_locks.add(kind, store, key, ttl, wait, name).map_err(to_js_error)
             }
 
             /// Starts `exec` under the outer locks added so far plus this innermost one.
@@ -159,10 +159,11 @@ macro_rules! binding_surface {
                 key: String,
                 ttl: f64,
                 wait: f64,
+                name: String,
             ) -> [Result<f64, Thrown>] {
                 let started = self
                     .outer_locks
-                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait)
+                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait, name)
                     .map_err(to_js_error)?;
                 Ok($crate::host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
             }
@@ -180,8 +181,9 @@ macro_rules! binding_surface {
                 wait: f64,
                 token: f64,
                 held_for: f64,
+                name: String,
             ) -> [Result<u32, Thrown>] {
-                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait)
+                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait, name)
                     .map_err(to_js_error)?;
                 let held_for = $crate::duration::clock_step(held_for.max(0.0), "heldFor").map_err(|e| to_js_error(e.into()))?;
                 self.inner

@@ -58,17 +58,22 @@ impl OwnerIds {
     /// A fresh owner id: the prefix, then 32 lowercase hex digits.
     pub fn next_id(&mut self) -> String {
         let mut id = String::with_capacity(32);
-        self.write_id(&mut id);
+        self.write_id(&mut id, "");
         id
     }
 
     /// Replaces the contents of `out` with a fresh owner id (as [`OwnerIds::next_id`]),
     /// reusing its memory.
-    pub fn write_id(&mut self, out: &mut String) {
+    /// A lock's `name`, when not empty, comes after the prefix, followed by `:`.
+    pub fn write_id(&mut self, out: &mut String, name: &str) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let value = (u128::from(self.next_u64()) << 64) | u128::from(self.next_u64());
         out.clear();
         out.push_str(&self.prefix);
+        if !name.is_empty() {
+            out.push_str(name);
+            out.push(':');
+        }
         out.extend((0..32).map(|i| char::from(HEX[((value >> (124 - 4 * i)) & 0xf) as usize])));
     }
 }
@@ -89,7 +94,7 @@ mod tests {
         assert_ne!(OwnerIds::new([0; 32]).next_id(), "0".repeat(32));
         let (mut a, mut b) = (OwnerIds::new([9; 32]), OwnerIds::new([9; 32]));
         let mut reused = "an old id, longer than thirty-two characters".to_owned();
-        b.write_id(&mut reused);
+        b.write_id(&mut reused, "");
         assert_eq!(a.next_id(), reused);
     }
 
@@ -99,6 +104,9 @@ mod tests {
         ids.set_prefix("web-1:4242:");
         let id = ids.next_id();
         assert!(id.starts_with("web-1:4242:") && id.len() == 11 + 32, "{id}");
+        let mut named = String::new();
+        ids.write_id(&mut named, "nightly");
+        assert!(named.starts_with("web-1:4242:nightly:") && named.len() == 11 + 8 + 32, "{named}");
         ids.set_prefix("");
         assert_eq!(ids.next_id().len(), 32);
     }

@@ -53,6 +53,9 @@ pub struct LockSpec {
     /// On a store that hands leases over locally: how long a released lease stays with
     /// this engine for the next execution that asks for it (0: none).
     pub linger: Millis,
+    /// The name the user gave the lock, for people reading its owner ids ('' for none):
+    /// each owner drawn for it reads `<host prefix><name>:<random hex>`.
+    pub name: String,
 }
 
 /// How an execution behaves besides its locks.
@@ -186,10 +189,26 @@ pub enum Event {
         /// Milliseconds waited.
         waited: Millis,
     },
+    /// The store failed a try (threw, answered badly, or not within ttl): the
+    /// execution rejects with a store error.
+    AcquireFailed {
+        /// Milliseconds from the first try to the failure.
+        waited: Millis,
+        /// Why.
+        failure: StoreFailure,
+    },
+    /// The caller cancelled the execution while this lock was being acquired.
+    Cancelled {
+        /// Milliseconds waited.
+        waited: Millis,
+    },
     /// The lease was pushed out to now + ttl.
     Renewed {
         /// The fencing token of the lease.
         token: u64,
+        /// Milliseconds from when the renewal fell due (ttl/3 after the lease was last
+        /// set) to its answer; 0 for one answered early (an `extend`).
+        lag: Millis,
     },
     /// A renewal failed and will be retried while the lease is valid.
     RenewalFailed {
@@ -197,7 +216,11 @@ pub enum Event {
         failure: StoreFailure,
     },
     /// The lease was lost.
-    Lost,
+    Lost {
+        /// The store refused a renewal (the lease was not ours any more); otherwise it
+        /// ran out on the holder's clock.
+        refused: bool,
+    },
     /// The lease was released.
     Released,
     /// The release failed; the lease will expire by itself.

@@ -16,7 +16,7 @@ fn engine() -> Engine {
 }
 
 fn lock(store: StoreRef, key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-    LockSpec { store, key: key.into(), ttl, wait, linger: 0 }
+    LockSpec { store, key: key.into(), ttl, wait, linger: 0, name: String::new() }
 }
 
 fn drain(engine: &mut Engine) -> Vec<Effect> {
@@ -301,7 +301,7 @@ fn renew_false_is_a_loss_at_once() {
     e.answer(renew.request, Answer::Renewed(false));
     let effects = drain(&mut e);
     assert!(effects.contains(&Effect::Lost { exec: 1, layer: 0 }), "{effects:?}");
-    assert!(effects.contains(&Effect::Event { exec: 1, layer: 0, event: Event::Lost }));
+    assert!(effects.contains(&Effect::Event { exec: 1, layer: 0, event: Event::Lost { refused: true } }));
     assert_eq!(e.next_deadline(), None, "a lost lease is not renewed again");
     // The callback then fails: the execution rejects with LockLostError.
     assert_eq!(e.finish(1, false).unwrap(), Finish::Settled(Outcome::Error(LockError::Lost { key: "k".into() })));

@@ -18,7 +18,7 @@ fn engine() -> Engine {
 }
 
 fn lock(key: &str) -> LockSpec {
-    LockSpec { store: EXT, key: key.into(), ttl: 30_000, wait: None, linger: 0 }
+    LockSpec { store: EXT, key: key.into(), ttl: 30_000, wait: None, linger: 0, name: String::new() }
 }
 
 /// The store calls among the pending effects: (request, method, owner, handed over).

@@ -113,7 +113,7 @@ proptest! {
             match op {
                 Op::Start { key, ttl, wait, renew } => {
                     next_exec += 1;
-                    let spec = LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: KEYS[key].into(), ttl, wait, linger: 0 };
+                    let spec = LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: KEYS[key].into(), ttl, wait, linger: 0, name: String::new() };
                     model.waiting.insert(next_exec, key);
                     let options = ExecOptions { renew, telemetry: false, manual: !renew };
                     if !renew {

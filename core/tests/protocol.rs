@@ -80,6 +80,8 @@ fn rust_constants() -> BTreeMap<&'static str, f64> {
         ("EVENT_LOST", flat::event::LOST),
         ("EVENT_RELEASED", flat::event::RELEASED),
         ("EVENT_RELEASE_FAILED", flat::event::RELEASE_FAILED),
+        ("EVENT_ACQUIRE_FAILED", flat::event::ACQUIRE_FAILED),
+        ("EVENT_CANCELLED", flat::event::CANCELLED),
     ])
 }
 

@@ -106,3 +106,10 @@ export const isLocked = (key) => store.isLocked(key);
 export const pending = async () => (await navigator.locks.query()).pending.length;
 export const readResource = () => resource.read();
 export const resetResource = () => resource.reset();
+
+/** What this page's store shows of `key` (inspect), and the keys held under `prefix` (list). */
+export async function inspect({ key, prefix }) {
+  const keys = [];
+  for await (const k of store.list({ prefix })) keys.push(k);
+  return { seen: (await store.inspect(key)) ?? null, keys, now: Date.now() };
+}

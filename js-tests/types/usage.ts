@@ -120,6 +120,11 @@ async function main(): Promise<void> {
   void [fromContext, viaPassed];
   // @ts-expect-error ambientToken is a boolean
   new ResiliencePipelineBuilder({ ambientToken: 'off' });
+  // OpenTelemetry: off, or the key as an attribute.
+  new ResiliencePipelineBuilder({ openTelemetry: false }).addLock({ key: 'k', name: 'job' }).build();
+  await withLock('k', () => 'v', { openTelemetry: { key: true } });
+  // @ts-expect-error openTelemetry is false or { key }
+  new ResiliencePipelineBuilder({ openTelemetry: true });
   // @ts-expect-error acquireLock needs a ttl
   await acquireLock(store, 'k');
 

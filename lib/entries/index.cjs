@@ -44,6 +44,17 @@ module.exports = createApi(binding, {
   AsyncLocalStorage,
   enterInJob: hasContextFrame(),
   ownerPrefix: ownerPrefix(),
+  // An optional peer, looked for at the first pipeline build, not here. The require sits
+  // in a try block so that bundlers treat the package as optional.
+  loadOpenTelemetry() {
+    let api;
+    try {
+      api = require('@opentelemetry/api');
+    } catch {
+      return undefined;
+    }
+    return { api, PipelineTelemetry: require('../otel/recorder.cjs').PipelineTelemetry };
+  },
 });
 // The engine loaded with this module; `init()` is there for code shared with browsers.
 module.exports.init = async function init(options) {

@@ -33,12 +33,15 @@ const { defineWithLock } = require('./with-lock.cjs');
 const { CandidateNames } = require('./election-names.cjs');
 const { defineElection } = require('./election.cjs');
 const { defineLeaderWatch } = require('./leader-watch.cjs');
+const { createOpenTelemetry } = require('../otel/detect.cjs');
 
 /**
  * The API on one binding ({ Engine, checkDuration, takePanic? }, from lib/entries/native.cjs
  * or a wasm loader). `options`: `engine` ('native' or 'wasm'), `engineFallbackReason`,
  * `AsyncLocalStorage` where the runtime has one, `memoryWaitRefused` where it cannot
- * wait on an in-process store (workerd), `ownerPrefix` what owner ids start with.
+ * wait on an in-process store (workerd), `ownerPrefix` what owner ids start with,
+ * `loadOpenTelemetry` where the runtime can require `@opentelemetry/api` and the
+ * recorder (lib/otel/detect.cjs).
  */
 function createApi(rawBinding, options) {
   const binding = withFastCalls(rawBinding);
@@ -59,6 +62,8 @@ function createApi(rawBinding, options) {
     // host name and a pid; '' elsewhere.
     ownerPrefix: options.ownerPrefix ?? '',
     nested: createNesting(),
+    // What a pipeline records to OpenTelemetry with, decided at its build.
+    openTelemetry: createOpenTelemetry(options.loadOpenTelemetry),
     checkDuration: undefined,
     checkTtl: undefined,
     refuseMemoryWait: undefined,

@@ -171,6 +171,8 @@ function defineExecutions(api) {
       this.scheduled = false;
       // Resolves the job `awaitGrant` made, which starts the callback.
       this.granted = undefined;
+      // What it records to OpenTelemetry (lib/otel/recorder.cjs), when its pipeline does.
+      this.otel = undefined;
     }
 
     /**
@@ -324,7 +326,11 @@ function defineExecutions(api) {
         // fails with it unless it has settled already.
         if (!settled) return this.fail(error);
       }
-      if (settled) host.forget(this.id);
+      if (settled) {
+        // Its last events (its release) came with the effects just applied.
+        if (this.otel !== undefined) this.otel.settled();
+        host.forget(this.id);
+      }
       // What this settlement starts (the caller's next execute) runs while the next
       // holder awaits, not between the two holders.
       if (handsOff) host.handoff(payloadOf(word));
@@ -395,6 +401,8 @@ function defineExecutions(api) {
         this.fastHeld = undefined;
       }
       this.host.execs.delete(this.id);
+      // Its events have all come (they precede a `settled` effect).
+      if (this.otel !== undefined) this.otel.settled();
       this.settle(ok, valueOrError);
     }
 
@@ -418,7 +426,16 @@ function defineExecutions(api) {
     }
 
     event(fx, thrown) {
+      if (this.otel !== undefined) {
+        try {
+          this.otel.event(fx, this.host.engine.now());
+        } catch {
+          // Telemetry never breaks a lock.
+        }
+      }
       const telemetry = this.pipeline.telemetry;
+      // The engine's events for a failed or cancelled acquire feed OpenTelemetry only.
+      if (telemetry === undefined || fx.outcome === 'acquireFailed' || fx.outcome === 'cancelled') return;
       const lock = this.locks[fx.layer];
       const event = { type: fx.outcome, key: this.keys[fx.layer], name: lock.name, operationKey: this.context.operationKey };
       if (fx.outcome === 'acquired' || fx.outcome === 'rejected') event.waitedMs = fx.waited;

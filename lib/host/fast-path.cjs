@@ -148,7 +148,7 @@ class FastPath {
     const lock = rec.locks[0];
     const heldFor = this.host.fake ? this.now() - rec.since : 0;
     host.call(() =>
-      host.engine.adopt(rec.id, rec.pipeline.options, lock.id, key, lock.ttlMs, lock.waitMs, rec.token, heldFor),
+      host.engine.adopt(rec.id, rec.pipeline.options, lock.id, key, lock.ttlMs, lock.waitMs, rec.token, heldFor, lock.ownerName),
     );
   }
 }

@@ -17,7 +17,7 @@ const {
   STORE_MEMORY,
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
-const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore } = require('./options.cjs');
+const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore, ownerName } = require('./options.cjs');
 const { unrenewed } = require('./execution.cjs');
 
 function falsy() {
@@ -228,7 +228,8 @@ function defineLeases(api) {
         throw new TypeError(`options must be an object, got ${describe(options)}`);
       }
       checkOptionNames(options, ACQUIRE_LOCK_OPTIONS, 'acquireLock');
-      const { wait = 0, signal, autoRenew = false, timeProvider } = options;
+      const { wait = 0, signal, autoRenew = false, timeProvider, name } = options;
+      const named = ownerName(name);
       const waitMs = checkDuration(wait, 'wait', { infiniteOk: true });
       if (signal !== undefined && !(signal instanceof AbortSignal)) {
         throw new TypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
@@ -259,7 +260,7 @@ function defineLeases(api) {
       let status;
       try {
         const bits = autoRenew ? OPTION_MANUAL | OPTION_RENEW : OPTION_MANUAL;
-        status = host.engine.start(id, bits, kind, storeId, key, ttlMs, waitMs);
+        status = host.engine.start(id, bits, kind, storeId, key, ttlMs, waitMs, named);
       } catch (error) {
         host.execs.delete(id);
         rec.detachCaller();

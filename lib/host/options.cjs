@@ -12,8 +12,8 @@ const DEFAULT_TTL = 30_000;
 // The option names each entry point takes (checkOptionNames).
 const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name', 'linger'];
 const EXECUTE_OPTIONS = ['operationKey', 'signal'];
-const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken'];
-const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider'];
+const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken', 'openTelemetry'];
+const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider', 'name'];
 const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS, 'skipOnLockFailure'];
 
 function checkKey(key, arg = 'key') {
@@ -94,8 +94,20 @@ function createChecks(api) {
   return { checkDuration, checkTtl, refuseMemoryWait, lingerKind };
 }
 
+/**
+ * A lock's `name` as it goes into its owner ids (core/src/owner_ids.rs): '' for none;
+ * else at most 64 characters, each outside letters, digits, `.`, `_`, `/` and `-`
+ * written `-`, so that an owner stays one readable word every store can keep.
+ */
+function ownerName(name) {
+  if (name === undefined) return '';
+  if (typeof name !== 'string') throw new TypeError(`name must be a string, got ${describe(name)}`);
+  return name.replace(/[^A-Za-z0-9._/-]/g, '-').slice(0, 64);
+}
+
 module.exports = {
   DEFAULT_TTL,
+  ownerName,
   LOCK_OPTIONS,
   EXECUTE_OPTIONS,
   BUILDER_OPTIONS,

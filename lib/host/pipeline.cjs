@@ -18,7 +18,8 @@ const {
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore } = require('./options.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, ownerName } = require('./options.cjs');
+const { checkOpenTelemetryOption } = require('../otel/detect.cjs');
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host/api.cjs), whose
@@ -65,7 +66,7 @@ function definePipelines(api) {
     const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', held, bucket };
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket };
   }
 
   function resolveKey(lock, context) {
@@ -83,29 +84,32 @@ function definePipelines(api) {
   }
 
   class ResiliencePipeline {
-    constructor(host, locks, telemetry, ambientToken) {
+    constructor(host, locks, telemetry, ambientToken, otel) {
       this.host = host;
       this.locks = locks;
       this.telemetry = telemetry;
+      // Its OpenTelemetry recorder (lib/otel/recorder.cjs), when on; fed by the engine's events.
+      this.otel = otel;
       // Whether callbacks run with their context ambient (runCallback in callbacks.cjs).
       this.ambientToken = ambientToken;
-      this.options = telemetry ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
+      this.options = telemetry || otel ? OPTION_RENEW | OPTION_TELEMETRY : OPTION_RENEW;
       // A single lock with a fixed key is defined in the engine once, on first use (not
       // at build: workerd forbids the engine's random seed at module load), and then
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
-      // One lock on a memory store, no telemetry: a free key is granted without the engine.
-      // Not a ttl of 1 ms (or less), whose renewal falls due as the lease lapses: the
-      // engine loses such a lease at once, which a fast hold could not mirror.
-      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && locks[0].ttlMs > 1;
+      // One lock on a memory store, no telemetry (nor OpenTelemetry, which needs the
+      // engine's events): a free key is granted without the engine. Not a ttl of 1 ms (or
+      // less), whose renewal falls due as the lease lapses: the engine loses such a lease
+      // at once, which a fast hold could not mirror.
+      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && !otel && locks[0].ttlMs > 1;
     }
 
     defineLock() {
       const l = this.locks[0];
       const host = this.host;
       try {
-        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs);
+        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs, l.ownerName);
       } catch (error) {
         throw fromEngine(error);
       }
@@ -208,7 +212,14 @@ function definePipelines(api) {
       } else {
         host.fast.handOverAll(locks, keys);
       }
-      this.startInEngine(rec, keys, signal);
+      try {
+        // Its spans start here, under the caller's active span.
+        if (this.otel !== undefined) rec.otel = this.otel.begin(keys);
+        this.startInEngine(rec, keys, signal);
+      } catch (error) {
+        if (rec.otel !== undefined) rec.otel.settled();
+        throw error;
+      }
       // Granted later (by a release, a store's answer): the callback starts from a promise
       // job made here, in this caller's async context, not in the granter's.
       if (!rec.scheduled && rec.callback !== undefined && ambient !== undefined) rec.awaitGrant();
@@ -235,10 +246,10 @@ function definePipelines(api) {
         } else {
           for (let i = 0; i < last; i++) {
             const l = locks[i];
-            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs);
+            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs, l.ownerName);
           }
           const l = locks[last];
-          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs);
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs, l.ownerName);
         }
       } catch (error) {
         rec.starting = false;
@@ -266,14 +277,16 @@ function definePipelines(api) {
         throw new TypeError(`builder options must be an object, got ${describe(options)}`);
       }
       checkOptionNames(options, BUILDER_OPTIONS, 'ResiliencePipelineBuilder');
-      const { timeProvider, telemetry, ambientToken = true } = options;
+      const { timeProvider, telemetry, ambientToken = true, openTelemetry } = options;
       this.host = hostOf(timeProvider, 'timeProvider');
       if (telemetry !== undefined && typeof telemetry !== 'function') {
         throw new TypeError(`telemetry must be a function (event) => void, got ${describe(telemetry)}`);
       }
       if (typeof ambientToken !== 'boolean') throw new TypeError(`ambientToken must be a boolean, got ${describe(ambientToken)}`);
+      checkOpenTelemetryOption(openTelemetry);
       this.telemetry = telemetry;
       this.ambientToken = ambientToken;
+      this.openTelemetry = openTelemetry;
       this.locks = [];
     }
 
@@ -285,7 +298,9 @@ function definePipelines(api) {
 
     build() {
       if (this.locks.length === 0) throw new TypeError('a pipeline needs at least one addLock() before build()');
-      return new ResiliencePipeline(this.host, this.locks.slice(), this.telemetry, this.ambientToken);
+      const locks = this.locks.slice();
+      const otel = api.openTelemetry.forPipeline(locks, this.openTelemetry);
+      return new ResiliencePipeline(this.host, locks, this.telemetry, this.ambientToken, otel);
     }
   }
 

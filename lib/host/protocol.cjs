@@ -155,6 +155,8 @@ const EVENT_RENEWAL_FAILED = 4;
 const EVENT_LOST = 5;
 const EVENT_RELEASED = 6;
 const EVENT_RELEASE_FAILED = 7;
+const EVENT_ACQUIRE_FAILED = 8;
+const EVENT_CANCELLED = 9;
 
 /** Names by code, for the records handed to the host. */
 function byCode(entries) {
@@ -199,6 +201,8 @@ const EVENTS = byCode([
   [EVENT_LOST, 'lost'],
   [EVENT_RELEASED, 'released'],
   [EVENT_RELEASE_FAILED, 'releaseFailed'],
+  [EVENT_ACQUIRE_FAILED, 'acquireFailed'],
+  [EVENT_CANCELLED, 'cancelled'],
 ]);
 
 // The `settled` record an answer's status stands for (ANSWERED_*), shared and frozen.
@@ -235,7 +239,8 @@ function stringCount(numbers) {
  *     the request whose thrown value caused the error (0: none).
  *   extendedEffect(exec, ok)
  *   watchEffect({ store, watch, key }): start (or stop) watching a key for releases.
- *   eventEffect(exec, { outcome, layer, waited, token, cause, message })
+ *   eventEffect(exec, { outcome, layer, waited, lag, token, refused, cause, message }): `lag`
+ *     for a renewal (ms behind its schedule), `refused` for a loss (the store said not ours).
  */
 function decodeEffect(n, i, strings, sink) {
   const kind = n[i + SLOT_KIND];
@@ -284,11 +289,15 @@ function decodeEffect(n, i, strings, sink) {
     case EFFECT_EVENT: {
       // The store slot holds the index of a failure's message, or -1.
       const messageAt = n[i + SLOT_STORE];
+      const outcome = n[i + SLOT_A];
+      // A renewal's lag rides in the waited slot, a loss's refusal in the token's.
       return sink.eventEffect(exec, {
-        outcome: EVENTS[n[i + SLOT_A]],
+        outcome: EVENTS[outcome],
         layer: n[i + SLOT_LAYER],
-        waited: n[i + SLOT_B],
-        token: n[i + SLOT_C],
+        waited: outcome === EVENT_RENEWED ? 0 : n[i + SLOT_B],
+        lag: outcome === EVENT_RENEWED ? n[i + SLOT_B] : 0,
+        token: outcome === EVENT_LOST ? 0 : n[i + SLOT_C],
+        refused: outcome === EVENT_LOST && n[i + SLOT_C] === 1,
         cause: n[i + SLOT_REQUEST],
         message: messageAt >= 0 ? strings[messageAt] : undefined,
       });

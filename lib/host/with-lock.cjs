@@ -89,7 +89,8 @@ function defineWithLock(api) {
     if (lockOptions.key === undefined && lockOptions.operationKey === undefined) {
       throw new TypeError("withLock needs a key: withLock('key', fn), withLock({ key }, fn), or { operationKey }");
     }
-    const { timeProvider, telemetry, ambientToken, signal, operationKey, skipOnLockFailure = false, ...lock } = lockOptions;
+    const { timeProvider, telemetry, ambientToken, openTelemetry, signal, operationKey, skipOnLockFailure = false, ...lock } =
+      lockOptions;
     if (typeof skipOnLockFailure !== 'boolean') {
       throw new TypeError(`skipOnLockFailure must be a boolean, got ${describe(skipOnLockFailure)}`);
     }
@@ -100,7 +101,7 @@ function defineWithLock(api) {
     const cannotWait =
       api.memoryWaitRefused !== undefined && clock === undefined && (lock.store === undefined || lock.store instanceof MemoryLockStore);
     if (lock.wait === undefined) lock.wait = skipOnLockFailure || cannotWait ? 0 : (lock.ttl ?? DEFAULT_TTL);
-    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry, ambientToken }).addLock(lock).build();
+    const pipeline = new ResiliencePipelineBuilder({ timeProvider: clock, telemetry, ambientToken, openTelemetry }).addLock(lock).build();
     // Built for one call (the helper) or one method: not worth a defined lock each time.
     pipeline.definedLock = -1;
     const execute = signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };

@@ -16,7 +16,7 @@ impl Engine {
     pub(super) fn begin_layer(&mut self, exec: u32, layer: u32) {
         let now = self.time;
         let Some(l) = self.execs.get_mut(&exec).and_then(|e| e.layers.get_mut(layer as usize)) else { return };
-        self.owners.write_id(&mut l.owner);
+        self.owners.write_id(&mut l.owner, &l.spec.name);
         l.started_at = now;
         l.state = LayerState::Acquiring(Acquiring {
             deadline: l.spec.wait.map(|w| now.saturating_add(w)),
@@ -181,6 +181,7 @@ impl Engine {
                     self.release_orphan(exec, layer);
                 }
                 let key = key_of(self);
+                self.event(exec, layer, Event::AcquireFailed { waited, failure: failure.clone() });
                 self.wind_down(
                     exec,
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),

@@ -6,7 +6,7 @@ use super::state::{at, at_mut, Exec, Layer, LayerState, Origin, Phase};
 use super::Engine;
 use crate::error::{ArgError, LockError, StoreFailure, StoreMethod};
 use crate::text::text;
-use crate::types::{Answer, Effect, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
+use crate::types::{Answer, Effect, Event, ExecOptions, Finish, LockSpec, Outcome, Start, StoreRef};
 
 impl Engine {
     /// Starts execution `exec` (an id the host chooses, unique among live executions and
@@ -178,6 +178,12 @@ impl Engine {
         self.tick();
         match self.execs.get(&exec) {
             Some(e) if e.phase != Phase::Releasing => {
+                let now = self.time;
+                let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
+                if let Some(layer) = acquiring {
+                    let waited = now.saturating_sub(e.layers[layer].started_at);
+                    self.event(exec, layer as u32, Event::Cancelled { waited });
+                }
                 self.wind_down(exec, Outcome::Error(LockError::Cancelled));
                 true
             }

@@ -86,7 +86,7 @@ impl Engine {
         };
         let expires_at = renewed_at.saturating_add(ttl);
         let mut layer = Layer::new(spec);
-        self.owners.write_id(&mut layer.owner);
+        self.owners.write_id(&mut layer.owner, &layer.spec.name);
         if !at_mut(&mut self.memory, store).adopt(&layer.spec.key, &layer.owner, token, expires_at, now) {
             return Err(ArgError::range(
                 "key",
@@ -122,7 +122,7 @@ mod tests {
     use crate::types::{Finish, Outcome, Start};
 
     fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl, wait, linger: 0 }
+        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl, wait, linger: 0, name: String::new() }
     }
 
     const RENEW: ExecOptions = ExecOptions { renew: true, telemetry: false, manual: false };

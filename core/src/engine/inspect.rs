@@ -93,7 +93,7 @@ mod tests {
     use crate::Engine;
 
     fn lock(key: &str) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl: 3_000, wait: None, linger: 0 }
+        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl: 3_000, wait: None, linger: 0, name: String::new() }
     }
 
     #[test]

@@ -85,11 +85,14 @@ impl Engine {
         let refused = matches!(result, Ok(false));
         match result {
             Ok(true) => {
+                // Due ttl/3 after the lease was last set, which ends ttl after that.
+                let due = h.expires_at.saturating_sub(wanted_ttl).saturating_add(renew_after(wanted_ttl));
+                let lag = now.saturating_sub(due);
                 h.expires_at = sent_at.saturating_add(ttl);
                 h.renew_at = renews.then(|| sent_at.saturating_add(renew_after(ttl)));
                 h.retry = Backoff::default();
                 self.arm_held(exec, layer);
-                self.event(exec, layer, Event::Renewed { token });
+                self.event(exec, layer, Event::Renewed { token, lag });
             }
             Ok(false) => {}
             Err(failure) => {
@@ -162,7 +165,7 @@ impl Engine {
         self.arm(exec, layer, None);
         // The loss is told before anything the freed key leads to (the next holder's
         // `acquired`), on every path.
-        self.event(exec, layer, Event::Lost);
+        self.event(exec, layer, Event::Lost { refused });
         if let Some((store, key)) = self.turn_key(exec, layer) {
             self.wake_local_waiter(store, &key);
         }

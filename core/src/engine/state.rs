@@ -112,6 +112,7 @@ impl Layer {
         self.spec.ttl = spec.ttl;
         self.spec.wait = spec.wait;
         self.spec.linger = spec.linger;
+        self.spec.name.clone_from(&spec.name);
         self.owner.clear();
         self.token = None;
         self.started_at = 0;

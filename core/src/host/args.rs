@@ -72,7 +72,7 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 ///
 /// # Errors
 /// An argument error for an unknown store kind, an empty key, or a ttl of zero.
-pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<LockSpec, LockError> {
+pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String) -> Result<LockSpec, LockError> {
     let (kind, linger) = (kind % LINGER_UNIT, Millis::from(kind / LINGER_UNIT));
     let store = store_ref(kind, store)?;
     let ttl = duration::from_millis(ttl, "ttl")?;
@@ -80,7 +80,7 @@ pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Res
         return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
     }
     let wait = if wait < 0.0 { None } else { Some(duration::from_millis(wait, "wait")?) };
-    Ok(LockSpec { store, key, ttl, wait, linger })
+    Ok(LockSpec { store, key, ttl, wait, linger, name })
 }
 
 /// The outer locks of an execution being started, which hosts pass one call at a time
@@ -96,8 +96,16 @@ impl PendingLocks {
     /// # Errors
     /// The argument errors of [`lock_spec`]; the locks added so far are then forgotten,
     /// so a pipeline whose locks failed to convert starts nothing.
-    pub fn add(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64) -> Result<(), LockError> {
-        match lock_spec(kind, store, key, ttl, wait) {
+    pub fn add(
+        &mut self,
+        kind: u32,
+        store: u32,
+        key: String,
+        ttl: f64,
+        wait: f64,
+        name: String,
+    ) -> Result<(), LockError> {
+        match lock_spec(kind, store, key, ttl, wait, name) {
             Ok(spec) => {
                 self.outer.push(spec);
                 Ok(())
@@ -125,9 +133,10 @@ impl PendingLocks {
         key: String,
         ttl: f64,
         wait: f64,
+        name: String,
     ) -> Result<crate::Start, LockError> {
         let mut locks = std::mem::take(&mut self.outer);
-        locks.push(lock_spec(kind, store, key, ttl, wait)?);
+        locks.push(lock_spec(kind, store, key, ttl, wait, name)?);
         engine.start(exec, locks, exec_options(options))
     }
 }

@@ -96,6 +96,8 @@ pub mod event {
     pub const LOST: f64 = 5.0;
     pub const RELEASED: f64 = 6.0;
     pub const RELEASE_FAILED: f64 = 7.0;
+    pub const ACQUIRE_FAILED: f64 = 8.0;
+    pub const CANCELLED: f64 = 9.0;
 }
 
 fn method_code(method: StoreMethod) -> f64 {
@@ -190,11 +192,16 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                 let (code, waited, token, cause, message) = match event {
                     Event::Acquired { waited, token } => (ev::ACQUIRED, waited as f64, token as f64, 0.0, None),
                     Event::Rejected { waited } => (ev::REJECTED, waited as f64, 0.0, 0.0, None),
-                    Event::Renewed { token } => (ev::RENEWED, 0.0, token as f64, 0.0, None),
+                    Event::AcquireFailed { waited, failure } => {
+                        (ev::ACQUIRE_FAILED, waited as f64, 0.0, cause_of(&failure), failure_message(&failure))
+                    }
+                    Event::Cancelled { waited } => (ev::CANCELLED, waited as f64, 0.0, 0.0, None),
+                    // A renewal's lag rides in the waited slot; a loss's refusal in the token's.
+                    Event::Renewed { token, lag } => (ev::RENEWED, lag as f64, token as f64, 0.0, None),
                     Event::RenewalFailed { failure } => {
                         (ev::RENEWAL_FAILED, 0.0, 0.0, cause_of(&failure), failure_message(&failure))
                     }
-                    Event::Lost => (ev::LOST, 0.0, 0.0, 0.0, None),
+                    Event::Lost { refused } => (ev::LOST, 0.0, f64::from(u8::from(refused)), 0.0, None),
                     Event::Released => (ev::RELEASED, 0.0, 0.0, 0.0, None),
                     Event::ReleaseFailed { failure } => {
                         (ev::RELEASE_FAILED, 0.0, 0.0, cause_of(&failure), failure_message(&failure))

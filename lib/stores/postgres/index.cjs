@@ -160,12 +160,6 @@ class PostgresLockStore {
       if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
       await this.#client.query(this.#sql.create);
     }
-    // The index `list` walks (inspect.cjs); racing creators meet as for the table.
-    const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
-    await this.#client.query(index).catch((err) => {
-      if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
-      return this.#client.query(index);
-    });
     try {
       await this.#client.query(this.#sql.checkShape);
     } catch (err) {
@@ -176,6 +170,12 @@ class PostgresLockStore {
         { cause: err },
       );
     }
+    // The index `list` walks (inspect.cjs); racing creators meet as for the table.
+    const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
+    await this.#client.query(index).catch((err) => {
+      if (err == null || !['23505', '42P07', '42710'].includes(err.code)) throw err;
+      return this.#client.query(index);
+    });
   }
 
   /**

@@ -32,6 +32,7 @@
  */
 
 import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
+import * as records from './inspect.mjs';
 
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
@@ -155,6 +156,23 @@ export class TabLockStore {
     return this.#listeners.add(key, onReleased);
   }
 
+  /** Who holds `key` in the origin and who waits, from the Web Locks and their records (inspect.mjs). */
+  async inspect(key) {
+    checkString('key', key);
+    return records.inspectTabs(this.#locks, await this.#open(), this.#lockName(key), key);
+  }
+
+  /** The keys held in the origin under this store's prefix that start with `prefix`. */
+  list(options = {}) {
+    checkOptions(options, ['prefix', 'limit'], 'list');
+    const { prefix = '', limit = Infinity } = options;
+    if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, got ${describe(prefix)}`);
+    if (limit !== Infinity && !(Number.isSafeInteger(limit) && limit >= 0)) {
+      throw new RangeError(`limit must be a non-negative integer (or Infinity), got ${describe(limit)}`);
+    }
+    return records.listTabs(this.#locks, this.#prefix, prefix, limit);
+  }
+
   /** Whether any tab or worker of the origin holds the lease on `key` (advisory). */
   async isLocked(key) {
     checkString('key', key);
@@ -198,7 +216,7 @@ export class TabLockStore {
         const grantedAt = now();
         let token;
         try {
-          token = await this.#nextToken();
+          token = await this.#nextToken(key, owner, ttlMs);
         } catch (error) {
           return reject(error); // returning lets the Web Lock go
         }
@@ -216,6 +234,8 @@ export class TabLockStore {
   /** The lease ends `ttlMs` after `from` unless renewed: its Web Lock is then let go. */
   #extend(lease, ttlMs, from = now()) {
     lease.expiresAt = from + ttlMs;
+    // The holder record (inspect.mjs) was written with the token; a renewal rewrites it.
+    if (from !== lease.grantedAt) this.#db?.then((db) => records.renewHolder(db, lease.key, lease.owner, lease.token, ttlMs), () => {});
     clearTimeout(lease.timer);
     lease.timer = setTimeout(() => this.#end(lease), Math.max(0, lease.expiresAt - now()));
   }
@@ -234,6 +254,7 @@ export class TabLockStore {
   #end(lease) {
     clearTimeout(lease.timer);
     if (this.#leases.get(lease.key) === lease) this.#leases.delete(lease.key);
+    this.#db?.then((db) => records.dropHolder(db, lease.key, lease.owner), () => {});
     lease.end();
     return lease.released.then(
       () => undefined,
@@ -246,10 +267,10 @@ export class TabLockStore {
    * clock in microseconds, written back in the same readwrite transaction (IndexedDB
    * runs those one at a time), and handed out only once the transaction committed.
    */
-  async #nextToken() {
+  async #nextToken(key, owner, ttlMs) {
     const db = await this.#open();
     return new Promise((resolve, reject) => {
-      const tx = db.transaction(TOKENS, 'readwrite');
+      const tx = db.transaction([TOKENS, records.HOLDERS], 'readwrite');
       const tokens = tx.objectStore(TOKENS);
       const read = tokens.get(LAST_TOKEN);
       let token;
@@ -257,6 +278,7 @@ export class TabLockStore {
         const last = Number.isSafeInteger(read.result) ? read.result : 0;
         token = Math.max(last + 1, Date.now() * 1000);
         tokens.put(token, LAST_TOKEN);
+        records.putHolder(tx.objectStore(records.HOLDERS), key, owner, token, ttlMs);
       };
       tx.oncomplete = () => resolve(token);
       tx.onabort = () => reject(tx.error ?? new Error('the IndexedDB transaction issuing a fencing token was aborted'));
@@ -266,8 +288,13 @@ export class TabLockStore {
   #open() {
     if (this.#db === undefined) {
       const opening = new Promise((resolve, reject) => {
-        const request = this.#indexedDB.open(this.#database, 1);
-        request.onupgradeneeded = () => request.result.createObjectStore(TOKENS);
+        // Version 2 adds the records `inspect` reads (inspect.mjs).
+        const request = this.#indexedDB.open(this.#database, 2);
+        request.onupgradeneeded = () => {
+          const db = request.result;
+          if (!db.objectStoreNames.contains(TOKENS)) db.createObjectStore(TOKENS);
+          records.addInspectStores(db);
+        };
         request.onsuccess = () => {
           const db = request.result;
           // Another tab deletes or upgrades the database (site data cleared): let it,
@@ -294,8 +321,16 @@ export class TabLockStore {
   #enqueue(key, owner, ttlMs) {
     let waiters = this.#waiters.get(key);
     if (waiters === undefined) this.#waiters.set(key, (waiters = new Map()));
-    const waiter = { owner, abort: new AbortController() };
+    const waiter = { owner, abort: new AbortController(), refresh: undefined };
     waiters.set(owner, waiter);
+    // Its record for `inspect`, kept valid while it waits (inspect.mjs).
+    const since = Date.now();
+    const record = () =>
+      this.#open().then((db) => {
+        if (this.#waiters.get(key)?.get(owner) === waiter) records.putWaiter(db, key, owner, since);
+      }, () => {});
+    record();
+    waiter.refresh = setInterval(record, records.REFRESH_MS);
     this.#request(key, owner, ttlMs, { signal: waiter.abort.signal }).then(
       (lease) => {
         const queued = this.#waiters.get(key)?.get(owner) === waiter;
@@ -321,6 +356,8 @@ export class TabLockStore {
   #forget(key, waiter) {
     const waiters = this.#waiters.get(key);
     if (waiters?.get(waiter.owner) !== waiter) return;
+    clearInterval(waiter.refresh);
+    this.#db?.then((db) => records.dropWaiter(db, key, waiter.owner), () => {});
     waiters.delete(waiter.owner);
     if (waiters.size === 0) this.#waiters.delete(key);
   }

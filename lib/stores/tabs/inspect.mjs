@@ -1,0 +1,112 @@
+/**
+ * `inspect` and `list` of `TabLockStore` (index.mjs): who holds a key across the tabs
+ * and workers of the origin, and who waits for it.
+ *
+ * The Web Locks API says which locks are held and how many requests wait
+ * (`navigator.locks.query()`), not by whom: the owners come from records the stores keep
+ * in the origin's IndexedDB database next to the token counter.
+ * - HOLDERS, key -> { owner, token, expiresAt }: written in the transaction that issues a
+ *   holder's token (so a holder always has its record before its lease is handed out),
+ *   rewritten at each renewal, deleted when its lease ends. Shown only while the Web
+ *   Lock is held: a tab that crashed leaves a record, never a lock.
+ * - WAITERS, [key, owner] -> { since, validUntil }: written when a store queues an
+ *   owner, its validity pushed forward every REFRESH_MS while it waits, deleted when it
+ *   is granted or leaves. A record whose tab went away stops being valid within
+ *   VALID_MS. Waiters are shown in the order they queued (`since`: the tabs share one
+ *   clock), at most as many as the Web Lock queue holds for the key.
+ * Reading changes nothing; the records are advisory, as every inspection is.
+ */
+
+export const HOLDERS = 'holders';
+export const WAITERS = 'waiters';
+export const REFRESH_MS = 1_000;
+const VALID_MS = 3_000;
+
+/** Creates the object stores a database of `version` 2 has and `db` lacks. */
+export function addInspectStores(db) {
+  if (!db.objectStoreNames.contains(HOLDERS)) db.createObjectStore(HOLDERS);
+  if (!db.objectStoreNames.contains(WAITERS)) db.createObjectStore(WAITERS);
+}
+
+/** Runs `fn(stores)` in a readwrite transaction of its own; failures only lose a record. */
+function write(db, names, fn) {
+  try {
+    const tx = db.transaction(names, 'readwrite');
+    fn(...names.map((n) => tx.objectStore(n)));
+  } catch {
+    // the database was closed or deleted meanwhile (site data cleared)
+  }
+}
+
+/** The holder's record, rewritten (at a grant's token or a renewal). */
+export function putHolder(store, key, owner, token, ttlMs) {
+  store.put({ owner, token, expiresAt: Date.now() + ttlMs }, key);
+}
+
+export function renewHolder(db, key, owner, token, ttlMs) {
+  write(db, [HOLDERS], (holders) => putHolder(holders, key, owner, token, ttlMs));
+}
+
+/** Deletes `owner`'s holder record of `key` (a later holder's is left alone). */
+export function dropHolder(db, key, owner) {
+  write(db, [HOLDERS], (holders) => {
+    const read = holders.get(key);
+    read.onsuccess = () => {
+      if (read.result?.owner === owner) holders.delete(key);
+    };
+  });
+}
+
+/** Writes (or refreshes) `owner`'s waiter record of `key`, queued `since`. */
+export function putWaiter(db, key, owner, since) {
+  write(db, [WAITERS], (waiters) => waiters.put({ since, validUntil: Date.now() + VALID_MS }, [key, owner]));
+}
+
+export function dropWaiter(db, key, owner) {
+  write(db, [WAITERS], (waiters) => waiters.delete([key, owner]));
+}
+
+function request(r) {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+
+/** `{ key, holders, waiters }` of `key`, whose Web Lock is `name`; undefined when none. */
+export async function inspectTabs(locks, db, name, key) {
+  const { held = [], pending = [] } = await locks.query();
+  const isHeld = held.some((lock) => lock.name === name);
+  const queued = pending.filter((lock) => lock.name === name).length;
+  if (!isHeld && queued === 0) return undefined;
+  const tx = db.transaction([HOLDERS, WAITERS], 'readonly');
+  const [holder, records, ids] = await Promise.all([
+    request(tx.objectStore(HOLDERS).get(key)),
+    request(tx.objectStore(WAITERS).getAll(IDBKeyRange.bound([key], [key, []]))),
+    request(tx.objectStore(WAITERS).getAllKeys(IDBKeyRange.bound([key], [key, []]))),
+  ]);
+  const now = Date.now();
+  const holders = isHeld && holder !== undefined && holder.expiresAt > now
+    ? [{ owner: holder.owner, fencingToken: holder.token, ttl: holder.expiresAt - now }]
+    : [];
+  const waiters = records
+    .map((record, i) => ({ owner: ids[i][1], since: record.since, validUntil: record.validUntil }))
+    .filter((w) => w.validUntil >= now)
+    .sort((a, b) => a.since - b.since)
+    .slice(0, queued)
+    .map(({ owner, since }) => ({ owner, since }));
+  return { key, holders, waiters };
+}
+
+/** The keys held in the origin under `prefix` (the store's) that start with `start`. */
+export async function* listTabs(locks, prefix, start, limit) {
+  const { held = [] } = await locks.query();
+  const head = `${prefix}:${start}`;
+  let left = limit;
+  for (const name of new Set(held.map((lock) => lock.name))) {
+    if (left <= 0) return;
+    if (!name.startsWith(head)) continue;
+    left -= 1;
+    yield name.slice(prefix.length + 1);
+  }
+}
