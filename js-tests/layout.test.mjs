@@ -39,12 +39,14 @@ const part = (file) => path.relative(lib, file).split(path.sep)[0];
 
 // Which part may import which: entries wire everything; stores meet the host only
 // through the LockStore contract, at run time; the store kit (`leasehold/testing`)
-// checks a store from outside, as a user's test would.
+// checks a store from outside, as a user's test would; OpenTelemetry (`otel/`) is a
+// recorder the host feeds, loaded by the Node entry only.
 const ALLOWED = {
   common: ['common'],
-  host: ['host', 'common'],
+  host: ['host', 'otel', 'common'],
+  otel: ['otel', 'common'],
   stores: ['stores', 'common'],
-  entries: ['entries', 'host', 'common'],
+  entries: ['entries', 'host', 'otel', 'common'],
   cli: ['cli', 'stores', 'common'],
   testing: ['testing', 'common'],
 };
