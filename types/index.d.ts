@@ -428,15 +428,6 @@ export interface LeadOptions extends CampaignOptions {
  */
 export declare function lead(key: string, fn: (leadership: Leadership) => unknown, options: LeadOptions): Promise<void>;
 
-/**
- * A store that can show who holds a key (`store.inspect`). `leader` and `watchLeader` throw
- * a `TypeError` for a store without `inspect`.
- */
-export interface InspectableStore {
-  inspect(key: string): Promise<{ holders: ReadonlyArray<{ owner: string; fencingToken: number; ttl: number }> } | undefined>;
-  subscribe?: LockStore['subscribe'];
-}
-
 /** Who leads a key, as `leader` and `watchLeader` show it. */
 export interface LeaderInfo {
   readonly key: string;
@@ -448,8 +439,8 @@ export interface LeaderInfo {
   readonly ttl: number;
 }
 
-/** Who leads `key` on `store` now; `undefined` when nobody does. */
-export declare function leader(store: LockStore | InspectableStore, key: string): Promise<LeaderInfo | undefined>;
+/** Who leads `key` on `store` now; `undefined` when nobody does. A `TypeError` for a store without `inspect`. */
+export declare function leader(store: LockStore, key: string): Promise<LeaderInfo | undefined>;
 
 export interface WatchLeaderOptions {
   /** Ends the iteration. */
@@ -459,7 +450,7 @@ export interface WatchLeaderOptions {
 }
 
 /** The leader now (or `undefined`), then each change of leader, until `signal` aborts or the loop breaks. */
-export declare function watchLeader(store: LockStore | InspectableStore, key: string, options?: WatchLeaderOptions): AsyncIterableIterator<LeaderInfo | undefined>;
+export declare function watchLeader(store: LockStore, key: string, options?: WatchLeaderOptions): AsyncIterableIterator<LeaderInfo | undefined>;
 
 /** A lock key: a string, or a function of the execution's context. */
 export type LockKey = string | ((context: ResilienceContext) => string);

@@ -26,7 +26,8 @@ function checkName(name) {
 /** `{ name, owner }` from an owner a store keeps; `name` undefined when none is written in it. */
 function splitOwner(stored) {
   const at = stored.indexOf('@');
-  if (at <= 0) return { name: undefined, owner: stored };
+  // A percent-encoded name has no ':'; an owner id drawn with a host prefix starts with one.
+  if (at <= 0 || stored.lastIndexOf(':', at) !== -1) return { name: undefined, owner: stored };
   try {
     return { name: decodeURIComponent(stored.slice(0, at)), owner: stored.slice(at + 1) };
   } catch {
