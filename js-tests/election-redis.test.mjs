@@ -25,7 +25,7 @@ after(async () => {
 });
 
 test('Redis: five processes; SIGKILL, SIGSTOP and a restart that loses the data', async (t) => {
-  await runFleetScenarios(t, { kind: 'redis', address: String(redis.port), ttl: 600, restart: () => redis.restart(), restartWhat: 'a Redis restart that lost the data' });
+  await runFleetScenarios(t, { kind: 'redis', address: String(redis.port), ttl: 600, restart: () => redis.restart(), newTerm: true, restartWhat: 'a Redis restart that lost the data' });
 });
 
 test('Redis: resign() hands over without waiting for the ttl', async (t) => {

@@ -28,14 +28,16 @@ function nextLeader(resource, pid, term, what) {
 }
 
 /**
- * Runs the fleet scenarios. `store`: { kind, address, ttl, restart(): Promise (the store
- * down and back; undefined: skipped), what: how it restarts }.
+ * Runs the fleet scenarios: `kind` and `address` of the store, the `ttl`, `restart()` (the
+ * store down and back; none: skipped) and `restartWhat` saying how, `newTerm` when the
+ * restart loses the leases.
  */
-export async function runFleetScenarios(t, { kind, address, ttl, restart, restartWhat }) {
+export async function runFleetScenarios(t, { kind, address, ttl, restart, restartWhat, newTerm = false }) {
   const resource = await startFencedResource();
   const key = `election-${kind}-${process.pid}`;
   const fleet = await startCandidates({ kind, address, key, ttl, resource });
   const measured = {};
+  const forgotten = [];
   try {
     const first = await within(HANG_MS, 'a first leader', resource.next(() => true));
     const terms = [first.term];
@@ -90,16 +92,23 @@ export async function runFleetScenarios(t, { kind, address, ttl, restart, restar
       const restartedAt = performance.now();
       await restart();
       const backAt = performance.now();
-      // Leadership resumes: a write accepted once the store is back, by the same leader
-      // (its lease survived, as etcd's do) or by a new one with a larger term.
-      const after = await within(HANG_MS, `a leader after ${restartWhat}`, resource.next((a) => a.at > backAt));
+      // Leadership resumes: a write accepted a ttl after the store is back (past the
+      // renewal that tells a leader whose lease was lost), by the same leader (its lease
+      // survived, as etcd's do) or by a new one with a larger term.
+      const after = await within(HANG_MS, `a leader after ${restartWhat}`, resource.next((a) => a.at > backAt + ttl));
       measured.restartResumedMs = Math.round(after.at - restartedAt);
       measured.restartNewTerm = after.term !== before.term;
       if (after.term !== before.term) terms.push(after.term);
       else assert.equal(after.pid, before.pid);
+      // A store that lost its data lost the lease: the leader after it has a new term.
+      if (newTerm) {
+        assert.notEqual(after.term, before.term, `${restartWhat}: the old term still acted a ttl later`);
+        forgotten.push([restartedAt, backAt + ttl]);
+      }
     }
     for (let i = 1; i < terms.length; i++) assert.ok(terms[i] > terms[i - 1], `terms rise: ${terms}`);
-    checkFencing(assert, resource.attempts);
+    checkFencing(assert, resource.attempts, forgotten);
+    measured.refusedAfterDataLoss = resource.attempts.filter((a) => !a.late && !a.accepted).length;
     measured.terms = new Set(resource.attempts.filter((a) => a.accepted).map((a) => a.term)).size;
     t.diagnostic(`${kind}, ttl ${ttl} ms: ${JSON.stringify(measured)}`);
     return measured;
