@@ -14,12 +14,21 @@ import { runFleetScenarios, resignHandsOver, lapseHandsOver, watchFollows } from
 let redis;
 let cluster;
 const clients = [];
+const stores = [];
+/** A store on its own client, closed (with its subscriber connection) after the file. */
+function keep(client, prefix) {
+  clients.push(client);
+  const store = new RedisLockStore({ client, prefix });
+  stores.push(store);
+  return store;
+}
 
 before(async () => {
   [redis, cluster] = await Promise.all([startRedisServer(), startRedisCluster({ masters: 3 })]);
 });
 
 after(async () => {
+  await Promise.allSettled(stores.map((store) => store.close()));
   for (const client of clients) client.disconnect();
   await Promise.allSettled([redis?.stop(), cluster?.stop()]);
 });
@@ -32,9 +41,7 @@ test('Redis: resign() hands over without waiting for the ttl', async (t) => {
   await resignHandsOver(t, {
     kind: 'redis',
     makeStore: async () => {
-      const client = await connectIoredis(redis.port);
-      clients.push(client);
-      return new RedisLockStore({ client, prefix: 'election-resign' });
+      return keep(await connectIoredis(redis.port), 'election-resign');
     },
   });
 });
@@ -43,18 +50,14 @@ test('Redis: a leader that stops renewing is replaced as its lease lapses', asyn
   await lapseHandsOver(t, {
     kind: 'redis',
     makeStore: async () => {
-      const client = await connectIoredis(redis.port);
-      clients.push(client);
-      return new RedisLockStore({ client, prefix: 'election-lapse' });
+      return keep(await connectIoredis(redis.port), 'election-lapse');
     },
   });
 });
 
 test('Redis Cluster: resign() hands over, a lapsed leader is replaced', async (t) => {
   const makeStore = async () => {
-    const client = await connectIoredisCluster(cluster.nodes);
-    clients.push(client);
-    return new RedisLockStore({ client, prefix: 'election-cluster' });
+    return keep(await connectIoredisCluster(cluster.nodes), 'election-cluster');
   };
   await resignHandsOver(t, { kind: 'redis-cluster', makeStore });
   await lapseHandsOver(t, { kind: 'redis-cluster', makeStore });
@@ -64,9 +67,7 @@ test('Redis: leader() and watchLeader() follow the leadership', async (t) => {
   await watchFollows(t, {
     kind: 'redis',
     makeStore: async () => {
-      const client = await connectIoredis(redis.port);
-      clients.push(client);
-      return new RedisLockStore({ client, prefix: 'election-watch' });
+      return keep(await connectIoredis(redis.port), 'election-watch');
     },
   });
 });
