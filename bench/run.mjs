@@ -7,7 +7,8 @@
 //
 // `--node=24` runs the whole bench on Node 24 (installed by npm into bench/node24).
 // Scenarios 1-6 are issue 20's; 4b (run with 4) is scenario 4 on a different key every
-// execution; 5b and 5c (run with 5) are scenario 5 with 1 ms of other work between a
+// execution; 4r (run with 4) is scenario 4 on a primary with a replica, with and without
+// `minReplicas: 1`; 5b and 5c (run with 5) are scenario 5 with 1 ms of other work between a
 // process's executions, and with 8 concurrent executions in each process. Scenario 7
 // (bystander cost) times code that never uses leasehold, in a process where it ran.
 // `--node=22` runs on Node 22 (bench/node22), for scenario 7's AsyncContextFrame flag.
@@ -441,6 +442,16 @@ if (wanted(7) && engines.includes('native')) {
 // ---- Redis scenarios ----------------------------------------------------------------
 
 let redis;
+
+/** Resolves once the server on `port` has a replica online (bounded). */
+async function waitForReplica(port) {
+  const { call } = await import('../js-tests/support/redis.mjs');
+  for (let i = 0; i < 200; i++) {
+    if (/slave0:.*state=online/.test(await call(port, ['INFO', 'replication']))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no replica online on port ${port} after 10 s`);
+}
 async function flush() {
   const { call } = await import('../js-tests/support/redis.mjs');
   await call(redis.port, ['FLUSHALL']);
@@ -534,6 +545,31 @@ try {
     for (const lib of LINGER_LIBS) {
       const x = ratio(r, lib, 'floor', 'opsPerSec');
       target(4, `${lib.slice(10)}: ≥ 5× the floor`, x >= 5, fmtRatio(x));
+    }
+
+    // 4r: leasehold with minReplicas: 1 against a primary that has one replica (its
+    // own pair of servers, so that the other rows of 4 run without replication).
+    const libsR = ['floor', 'leasehold-native', 'leasehold-native-replicas'].filter(available);
+    const replicated = await startRedisServer();
+    const replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(replicated.port)] });
+    try {
+      await waitForReplica(replicated.port);
+      log(`4r. Redis with a replica, uncontended: ${p.count} sequential executions, ${roundsOf(p)} rounds`);
+      const rr = await interleave(libsR, roundsOf(p), async (lib) => {
+        await flush();
+        return runChild(REDIS_CHILD, { scenario: 'uncontended', lib, params: { ...p, port: replicated.port } }, { env: engineEnv(lib) });
+      });
+      sections.push(
+        `### 4r. Redis with one replica, uncontended: ${fmtInt(p.count)} sequential executions on one key\n\n` +
+          'As scenario 4, on a primary with one replica on loopback. leasehold-native-replicas: `minReplicas: 1` ' +
+          '(WAIT for the replica after each acquire, and after a renewal or release that raises the token floor).\n\n' +
+          table(columns, rows(rr, 'leasehold-native', libsR)),
+      );
+      const x = ratio(rr, 'leasehold-native-replicas', 'leasehold-native', 'opsPerSec');
+      if (x !== undefined) log(`4r. minReplicas: 1 runs at ${fmtRatio(x)} of leasehold-native's ops/s`);
+    } finally {
+      await replica.stop();
+      await replicated.stop();
     }
 
     const k = S.redisManyKeys;

@@ -19,7 +19,8 @@ const SEED = Number(process.env.LEASEHOLD_MODEL_SEED ?? 33);
 const MS = Number(process.env.LEASEHOLD_MODEL_MS ?? 2_000);
 const MAIN = fileURLToPath(new URL('./model/main.mjs', import.meta.url));
 
-test(`fake time: random plans keep the contract (seed ${SEED})`, async () => {
+// A run that never settles fails at the timeout instead of hanging the suite.
+test(`fake time: random plans keep the contract (seed ${SEED})`, { timeout: MS + 60_000 }, async () => {
   const outcome = await explore('fake', { seed: SEED, runs: 1_000_000, ms: MS });
   assert.equal(outcome.failure, undefined, outcome.failure);
   assert.ok(outcome.runs > 10, `only ${outcome.runs} runs`);
@@ -39,8 +40,12 @@ test(`real time, in a process of its own that exits by itself (seed ${SEED})`, a
   child.stderr.on('data', (chunk) => {
     err += chunk;
   });
-  const code = await new Promise((resolve) => child.on('exit', resolve));
+  // A child that never exits (a handle left behind) fails the test instead of hanging it.
+  const hang = setTimeout(() => child.kill('SIGKILL'), MS + 60_000);
+  const [code, signal] = await new Promise((resolve) => child.on('exit', (...exit) => resolve(exit)));
+  clearTimeout(hang);
   const exitedAfter = performance.now() - doneAt;
+  assert.equal(signal, null, `killed after ${MS + 60_000} ms without exiting\n${out}${err}`);
   assert.equal(code, 0, `${out}${err}`);
   assert.match(out, /done: \d+ runs/);
   // Nothing of leasehold keeps the process: it ends once the last result is in (the

@@ -19,7 +19,7 @@ const examples = fileURLToPath(new URL('../examples/', import.meta.url));
 /** Runs `node <file>` with `env`; resolves { code, stdout, stderr }; killed after `timeoutMs`. */
 function runNode(file, { env = {}, timeoutMs = 20_000 } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], {
+    const child = spawn(process.execPath, [].concat(file), {
       cwd: examples,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,6 +105,16 @@ test("custom-store: a Map store through a pipeline; one holder at a time, tokens
   assert.match(stdout, /fail-fast: LOCK_NOT_ACQUIRED, the key is held/);
   assert.match(stdout, /\(increasing\)/);
   assert.match(stdout, /after the last release: locked = false/);
+});
+
+test('custom-store: the Map store passes the store kit (leasehold/testing)', async (t) => {
+  // A run of its own (spawn leaves out an undefined variable), not a subtest of this one.
+  const env = { NODE_TEST_CONTEXT: undefined };
+  const { code, stdout, stderr } = await runNode(['--test', '--test-reporter=tap', 'custom-store/map-store.test.mjs'], { env });
+  t.diagnostic(stdout.split('\n').filter((line) => /^# (pass|fail|skipped) /.test(line)).join('; '));
+  assert.equal(code, 0, `${stdout}\n${stderr}`);
+  assert.match(stdout, /^# pass 11$/m);
+  assert.match(stdout, /^# fail 0$/m);
 });
 
 test('etcd-deploy: 4 deployers at once take turns; every fenced log write accepted, in token order', async (t) => {

@@ -61,10 +61,14 @@ function postgresStore() {
 
 const STORES = { redis: redisStore, postgres: postgresStore };
 
+// One store object per backend stands for another process (the polls below would
+// otherwise open a Redis connection each).
+const others = new Map();
+
 /** Whether another process (a second store object, its own owner) can take `key` now. */
 async function othersCanTake(make, key) {
-  const other = make();
-  const lease = await other.acquire(key, `other-${Math.random()}`, 1_000);
+  if (!others.has(make)) others.set(make, make());
+  const lease = await others.get(make).acquire(key, `other-${Math.random()}`, 1_000);
   return lease !== undefined;
 }
 

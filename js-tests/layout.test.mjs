@@ -40,7 +40,8 @@ const part = (file) => path.relative(lib, file).split(path.sep)[0];
 // Which part may import which: entries wire everything; stores meet the host only
 // through the LockStore contract, at run time; the store kit (`leasehold/testing`)
 // checks a store from outside, as a user's test would; OpenTelemetry (`otel/`) is a
-// recorder the host feeds, loaded by the Node entry only.
+// recorder the host feeds, loaded by the Node entry only; the command line (`cli/`)
+// uses the stores as a user does.
 const ALLOWED = {
   common: ['common'],
   host: ['host', 'otel', 'common'],

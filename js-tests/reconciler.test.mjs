@@ -5,13 +5,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import FakeTimers from '@sinonjs/fake-timers';
+import { flush } from './support/time.mjs';
 
 const require = createRequire(import.meta.url);
 const { ChannelReconciler } = require('../lib/stores/shared/reconciler.cjs');
 const { ReleaseListeners } = require('../lib/stores/shared/release-listeners.cjs');
 
 /** Lets every pending microtask and promise job run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+const settle = () => flush(1);
 
 function setup({ lingerMs = 0, connectionLingerMs = Infinity, driver = {} } = {}) {
   const log = [];

@@ -74,16 +74,17 @@ test('an engine failure while handing a manual lease over rejects its acquireLoc
   const store = new MemoryLockStore({ timeProvider: clock });
   const first = await acquireLock(store, 'k', '10s');
   const waiting = acquireLock(store, 'k', '10s', { wait: '5s' });
-  // The engine call that reads the waiter's token fails once, as a caught panic does.
+  // The engine call that reads the waiter's owner fails once, as a caught panic does
+  // (its token comes with the grant).
   const engine = internals.hostOf(clock).engine;
-  const token = engine.token;
-  engine.token = function failingOnce() {
-    engine.token = token;
+  const layerOwner = engine.layerOwner;
+  engine.layerOwner = function failingOnce() {
+    engine.layerOwner = layerOwner;
     throw new Error('leasehold: a failure forced by a test');
   };
   await first.release();
   await assert.rejects(waiting, /forced by a test/);
-  assert.equal(engine.token, token, 'the handover read the token');
+  assert.equal(engine.layerOwner, layerOwner, 'the handover read the owner');
   const again = await acquireLock(store, 'k', '10s');
   assert.ok(again, 'the lease the waiter could not take was handed back');
   assert.equal(await again.release(), true);

@@ -41,6 +41,16 @@ test('checkString: non-empty strings, in both module formats', () => {
   for (const value of LONG) assert.deepEqual(outcome(esm.checkTtl, value), outcome(cjs.checkTtl, value));
 });
 
+test('describe: one form in both module formats, a revoked proxy included', () => {
+  const { describe } = require('../lib/common/describe.cjs');
+  const revoked = Proxy.revocable([], {});
+  revoked.revoke();
+  for (const value of [...STRINGS, ...LONG, ...TTLS, revoked.proxy]) {
+    assert.equal(esm.describe(value), describe(value), `${typeof value} ${describe(value)}`);
+  }
+  assert.equal(esm.describe(revoked.proxy), 'an object');
+});
+
 test('checkListener: a function, in both module formats', () => {
   for (const value of LISTENERS) assert.deepEqual(outcome(esm.checkListener, value), outcome(cjs.checkListener, value));
   assert.deepEqual(outcome(cjs.checkListener, 'f'), ['TypeError', 'onReleased must be a function, got "f"']);

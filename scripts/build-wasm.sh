@@ -31,7 +31,7 @@ missing() {
 }
 
 # The gzipped size of the module a browser downloads, at most.
-BUDGET_BYTES=$((475 * 1024 / 10))
+BUDGET_BYTES=$((480 * 1024 / 10))
 OUT=dist/wasm
 RAW=target/wasm32-unknown-unknown/wasm/leasehold_wasm.wasm
 # Build bookkeeping stays out of dist/ (which is published).

@@ -15,6 +15,9 @@ compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || apt_packages+=(pos
 command -v chromium >/dev/null || apt_packages+=(chromium)
 command -v chromedriver >/dev/null || apt_packages+=(chromium-driver)
 command -v etcd >/dev/null || apt_packages+=(etcd-server)
+# Failover tests: sentinels over a primary and its replicas, a transaction-mode pooler.
+command -v redis-sentinel >/dev/null || apt_packages+=(redis-sentinel)
+command -v pgbouncer >/dev/null || apt_packages+=(pgbouncer)
 # The CLI test drives `leasehold inspect --watch` in a terminal of its own.
 command -v tmux >/dev/null || apt_packages+=(tmux)
 if [ ${#apt_packages[@]} -gt 0 ]; then

@@ -308,7 +308,10 @@ export declare class LockNotAcquiredError extends Error {
   readonly httpStatus: 409;
 }
 
-/** The lease was lost while the callback ran (also the abort reason of its signal). */
+/**
+ * The lease was lost while the callback ran (also the abort reason of its signal), or, in
+ * a pipeline of several locks, an outer lease before the callback started.
+ */
 export declare class LockLostError extends Error {
   constructor(key: string, message?: string, options?: ErrorOptions);
   readonly code: 'LOCK_LOST';

@@ -57,6 +57,14 @@ export interface PostgresLockStoreOptions {
    * @default 10
    */
   handOffAfter?: number;
+  /**
+   * `client` goes through a transaction-mode pooler (PgBouncer `pool_mode = transaction`):
+   * the store never LISTENs on a connection built from its settings. Wake-ups then come
+   * from `listenClient` (connected to PostgreSQL directly); without one waiters poll, and
+   * the store emits one process warning (`LeaseholdWarning`, code `LEASEHOLD_POLLING`).
+   * @default false
+   */
+  transactionPooling?: boolean;
 }
 
 /**
@@ -83,7 +91,7 @@ export interface PostgresLockStoreOptions {
  *   (`ttlMs` not a positive safe integer, an identifier over 63 bytes), naming the argument.
  */
 export declare class PostgresLockStore implements InspectableStore {
-  /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify`, `listenClient` or `handOffAfter` is invalid. */
+  /** @throws {TypeError | RangeError} when `client`, `table`, `schema`, `notify`, `listenClient`, `handOffAfter` or `transactionPooling` is invalid. */
   constructor(options: PostgresLockStoreOptions);
 
   readonly table: string;

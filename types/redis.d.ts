@@ -73,6 +73,19 @@ export interface RedisLockStoreOptions {
    * @default 10
    */
   handOffAfter?: number;
+  /**
+   * Replicas that must hold each grant, renewal and raised token floor (`WAIT`) before it
+   * counts: an acquire they do not acknowledge within `replicaTimeout` is released again
+   * and rejects (the engine reports a `LockStoreError` whose `cause.code` is
+   * `'REPLICAS_NOT_ACKNOWLEDGED'`). Turns grants on release off. See docs/failover.md.
+   * @default 0
+   */
+  minReplicas?: number;
+  /**
+   * How long each `WAIT` may take, in milliseconds (positive). Only with `minReplicas`.
+   * @default 1000
+   */
+  replicaTimeout?: number;
 }
 
 /**
@@ -106,7 +119,9 @@ export interface RedisLockStoreOptions {
 export declare class RedisLockStore implements InspectableStore {
   /**
    * @throws {TypeError} when `client` is not an ioredis/node-redis client, or `prefix` is invalid.
-   * @throws {RangeError} when `handOffAfter` is not a non-negative integer number of milliseconds.
+   * @throws {RangeError} when `handOffAfter` is not a non-negative integer number of milliseconds,
+   *   `minReplicas` not a non-negative integer, or `replicaTimeout` not a positive integer.
+   * @throws {TypeError} when `replicaTimeout` is given without `minReplicas`.
    */
   constructor(options: RedisLockStoreOptions);
 

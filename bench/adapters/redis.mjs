@@ -25,6 +25,8 @@
 //   with handOffAfter: 0, every release hands over in arrival order.
 //   leasehold-<engine>-linger (scenarios 4 and 5): with `linger: 10` (the turn), a
 //   released lease stays in the process for its next execution.
+//   leasehold-native-replicas (scenario 4r): with `minReplicas: 1`, on a primary with a
+//   replica.
 // - floor-fifo (scenario 5 only, not a lock to use): a list holding the key's one token;
 //   acquire is BLPOP, which Redis answers for the longest-blocked client as soon as the
 //   release RPUSHes the token back. No ttl, no owner, no polling, no script: the least a
@@ -181,6 +183,8 @@ export async function createRedisLock(name, options) {
       return leaseholdLock(options, 'wasm');
     case 'leasehold-native-fifo':
       return leaseholdLock(options, 'native', { handOffAfter: 0 });
+    case 'leasehold-native-replicas':
+      return leaseholdLock(options, 'native', { minReplicas: 1 });
     case 'leasehold-native-linger':
       return leaseholdLock(options, 'native', {}, { linger: 10 });
     case 'leasehold-wasm-linger':

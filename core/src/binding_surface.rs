@@ -147,7 +147,7 @@ macro_rules! binding_surface {
             /// Starts `exec` under the outer locks added so far plus this innermost one.
             /// `options`: bit 0 renew, bit 1 telemetry, bit 2 manual lease, bit 3 direct
             /// (`host::DIRECT`). Returns the status word of `host::start_word`: above it,
-            /// 256 × the innermost token when bit `RUNNING` says to run now, or 256 × the
+            /// 256 × the innermost token when `STARTED_RUNNING` says to run now, or 256 × the
             /// request of a store call handed back.
             #[allow(clippy::too_many_arguments)]
             start => fn start(

@@ -253,7 +253,7 @@ const MANUAL: ExecOptions = ExecOptions { renew: false, telemetry: false, manual
 
 /// A manual lease of `ttl` on "k" for `exec`, waiting; its acquire's request, if it asked.
 fn start_manual(e: &mut Engine, exec: u32, ttl: Millis) -> Vec<(u32, StoreMethod, String, bool)> {
-    let spec = LockSpec { store: EXT, key: "k".into(), ttl, wait: Some(5_000), linger: 0 };
+    let spec = LockSpec { store: EXT, key: "k".into(), ttl, wait: Some(5_000), linger: 0, name: String::new() };
     e.start(exec, vec![spec], MANUAL).unwrap();
     calls(e)
 }

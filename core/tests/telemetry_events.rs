@@ -12,7 +12,7 @@ fn engine() -> Engine {
 }
 
 fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-    LockSpec { store: EXT, key: key.into(), ttl, wait, linger: 0 }
+    LockSpec { store: EXT, key: key.into(), ttl, wait, linger: 0, name: String::new() }
 }
 
 /// The events taken now, and the request of the one store call with `method`, if any.

@@ -2,25 +2,25 @@
 // every instant of a run, checked as things happen, each failure thrown as a Violation
 // naming what broke. The world (world.mjs) reports holds, ends, grants and events here.
 //
-// Permits (SPEC §8) come in through `permitOf`: today every hold is exclusive with
-// weight 1 on a key of limit 1. With permits, a request's `limit`, `weight` and `mode`
-// go into its hold (world.mjs, `permitOptions`) and `admits` sums them: nothing else
-// here changes.
+// Permits (SPEC §8) come in through `permitOf`, which reads a request's plan step
+// (`op.permit`, plan.mjs): today none has one, so every hold is exclusive with weight 1
+// on a key of limit 1. With permits, `admits` sums them: nothing else here changes.
 
 export class Violation extends Error {}
 
 /** What a hold takes of its key: exclusive weight 1 of a limit of 1, until permits exist. */
 export function permitOf(request) {
-  return { limit: request.permit?.limit ?? 1, weight: request.permit?.weight ?? 1, mode: request.permit?.mode ?? 'exclusive' };
+  const permit = request.op?.permit;
+  return { limit: permit?.limit ?? 1, weight: permit?.weight ?? 1, mode: permit?.mode ?? 'exclusive' };
 }
 
 /** Whether `holds` (live, on one key) may be joined by `next`. */
 function admits(holds, next) {
   const permit = permitOf(next);
   if (holds.length === 0) return true;
-  if (permit.mode === 'shared' && holds.every((h) => permitOf(h).mode === 'shared')) return true;
-  if (permit.mode !== 'exclusive' || holds.some((h) => permitOf(h).mode !== 'exclusive')) return false;
-  const used = holds.reduce((sum, h) => sum + permitOf(h).weight, 0);
+  if (permit.mode === 'shared' && holds.every((h) => permitOf(h.request).mode === 'shared')) return true;
+  if (permit.mode !== 'exclusive' || holds.some((h) => permitOf(h.request).mode !== 'exclusive')) return false;
+  const used = holds.reduce((sum, h) => sum + permitOf(h.request).weight, 0);
   return used + permit.weight <= permit.limit;
 }
 

@@ -18,11 +18,10 @@ import {
 } from '../support/leasehold.mjs';
 import { grantingStore, recordingStore } from '../support/stores.mjs';
 import { handoffStore } from '../support/handoff-store.mjs';
-import { deferred } from '../support/time.mjs';
+import { deferred, flush } from '../support/time.mjs';
 import { Checker, Violation } from './checks.mjs';
 import { KEYS } from './plan.mjs';
 
-const macrotask = () => new Promise((resolve) => setImmediate(resolve));
 const SINGLE = new Set(['fixed', 'opkey', 'fn', 'withLock', 'acquire']);
 
 function clockOf(kind) {
@@ -47,7 +46,7 @@ function clockOf(kind) {
             timers.splice(timers.indexOf(t), 1);
             t.resolve();
           }
-          for (let i = 0; i < 3; i++) await macrotask();
+          await flush(3);
           if (left <= 5) return;
         }
       },
@@ -377,7 +376,7 @@ export async function runPlan(plan) {
         open[op.nth % Math.max(open.length, 1)]?.never.resolve();
       }
     }
-    await macrotask();
+    await flush(1);
     checker.verify();
   }
 

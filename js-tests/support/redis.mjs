@@ -44,7 +44,7 @@ function portIsFree(port) {
 }
 
 /** A port P with P and P + 10000 (the cluster bus port) both free. */
-async function freeClusterPort(taken) {
+export async function freeClusterPort(taken) {
   for (let i = 0; i < 200; i++) {
     const port = 20000 + Math.floor(Math.random() * 30000);
     if (taken.has(port) || taken.has(port + 10000) || taken.has(port - 10000)) continue;
@@ -198,8 +198,8 @@ function tail(text, n = 2000) {
   return text.length > n ? `...${text.slice(-n)}` : text;
 }
 
-/** Starts redis-server in the foreground as a child; resolves once it answers PING. */
-async function spawnServer(port, dir, extraArgs) {
+/** Starts redis-server in the foreground as a child; resolves once it answers PING (also for support/redis-failover.mjs). */
+export async function spawnServer(port, dir, extraArgs) {
   const args = [
     '--port', String(port),
     '--bind', HOST,
@@ -248,7 +248,7 @@ async function spawnServer(port, dir, extraArgs) {
   };
 }
 
-async function stopProcess(proc) {
+export async function stopProcess(proc) {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   proc.child.kill('SIGTERM'); // with --save '' Redis exits without writing anything
   const done = await Promise.race([proc.exited, sleep(5000, undefined, { ref: false })]);

@@ -9,6 +9,10 @@ declare const listenClient: PgLikeListenClient;
 
 const store = new PostgresLockStore({ client: pool, table: 'locks', schema: 'app', notify: true });
 const single = new PostgresLockStore({ client, listenClient });
+const pooled = new PostgresLockStore({ client: pool, transactionPooling: true, listenClient });
+void pooled;
+// @ts-expect-error transactionPooling is a boolean
+new PostgresLockStore({ client: pool, transactionPooling: 'transaction' });
 const turns: number = new PostgresLockStore({ client: pool, handOffAfter: 5 }).localHandoff;
 new ResiliencePipelineBuilder().addLock({ key: 'k', store, wait: '1s', linger: '5ms' });
 const asStore: LockStore = store;

@@ -35,6 +35,9 @@ async function main() {
   const token: number | undefined = queued?.fencingToken;
   // @ts-expect-error handOffAfter is milliseconds, not a duration string
   new RedisLockStore({ client, handOffAfter: '20ms' });
+  new RedisLockStore({ client, minReplicas: 1, replicaTimeout: 500 });
+  // @ts-expect-error replicaTimeout is milliseconds, not a duration string
+  new RedisLockStore({ client, minReplicas: 1, replicaTimeout: '1s' });
   // @ts-expect-error a grant's token is a number
   const bad: LockGrant = { owner: 'o', fencingToken: '2', age: 0 };
   void [token, bad, grants, granting];

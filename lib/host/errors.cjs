@@ -13,7 +13,10 @@ class LockNotAcquiredError extends Error {
   }
 }
 
-/** The lease was lost while the callback ran (also the abort reason of its signal). */
+/**
+ * The lease was lost while the callback ran (also the abort reason of its signal), or, in
+ * a pipeline of several locks, an outer lease before the callback started.
+ */
 class LockLostError extends Error {
   constructor(key, message = `lease on lock '${key}' was lost while the callback ran`, options) {
     super(message, options);

@@ -7,6 +7,7 @@ const { LockLostError } = require('./errors.cjs');
 const { describe, checkOptionNames } = require('../common/describe.cjs');
 const {
   statusOf,
+  payloadOf,
   STARTED_RUNNING,
   FINISHED_VALUE,
   FINISHED_NOT_HELD,
@@ -266,7 +267,8 @@ function defineLeases(api) {
         rec.detachCaller();
         throw fromEngine(error);
       }
-      if (host.status(statusOf(status)) === STARTED_RUNNING) rec.run();
+      // Granted in the call: the token rides above the status bits.
+      if (host.status(statusOf(status)) === STARTED_RUNNING) rec.run(payloadOf(status));
       else rec.startOwner = host.engine.layerOwner(id, 0) ?? undefined;
     });
   }

@@ -233,7 +233,7 @@ function stringCount(numbers) {
  *     call; `exec` 0 when no execution waits on it. A renewal or release of a lock
  *     comes without key and owner (undefined): they are those of that lock's acquire,
  *     which always comes first.
- *   runEffect(exec, token): every lock is held; `token` the innermost one, or undefined.
+ *   runEffect(exec, token): every lock is held; `token` the innermost one, as granted.
  *   lostEffect(exec, layer)
  *   settledEffect(exec, { outcome, code?, message?, key?, method?, cause? }): `cause` is
  *     the request whose thrown value caused the error (0: none).
@@ -261,10 +261,8 @@ function decodeEffect(n, i, strings, sink) {
       };
       return sink.callEffect(call, n[i + SLOT_LAYER]);
     }
-    case EFFECT_RUN: {
-      const token = n[i + SLOT_B];
-      return sink.runEffect(exec, token >= 0 ? token : undefined);
-    }
+    case EFFECT_RUN:
+      return sink.runEffect(exec, n[i + SLOT_B]);
     case EFFECT_LOST:
       return sink.lostEffect(exec, n[i + SLOT_LAYER]);
     case EFFECT_SETTLED: {

@@ -76,7 +76,11 @@ class PipelineTelemetry {
 
   /** Starts recording an execution begun now, in its caller's context, on `keys`. */
   begin(keys) {
-    return new ExecutionTelemetry(this, keys);
+    try {
+      return new ExecutionTelemetry(this, keys);
+    } catch {
+      return undefined; // a tracer that fails to start a span: telemetry never breaks a lock
+    }
   }
 }
 
@@ -186,8 +190,9 @@ class ExecutionTelemetry {
   }
 
   endSpan(layer) {
-    this.spans[layer].end();
+    const span = this.spans[layer];
     this.spans[layer] = undefined;
+    span.end();
   }
 
   /** The execution settled: a lease still counted (its engine retired) stops counting, and open spans end. */
@@ -197,7 +202,12 @@ class ExecutionTelemetry {
         this.acquiredAt[layer] = -1;
         this.pipeline.instruments.held.add(-1, this.attributes[layer].base);
       }
-      if (this.spans[layer] !== undefined) this.endSpan(layer);
+      if (this.spans[layer] === undefined) continue;
+      try {
+        this.endSpan(layer);
+      } catch {
+        // A span processor that throws: the other spans still end, and the lock settles.
+      }
     }
   }
 }

@@ -11,12 +11,12 @@
 //! | kind | fields |
 //! | --- | --- |
 //! | 1 call | `request`, `exec` (0: none waits), `layer` (of `exec`), `store`; a = method; b = ttl; c = string index of the key (the owner follows it), or -1 for a renew or release of a lock (`exec` not 0): no text, the key and owner are those of the acquire of that same lock, which always comes first (and [`Engine::layer_key`], [`Engine::layer_owner`]) |
-//! | 2 run | `exec`; b = the innermost token (-1 when none) |
+//! | 2 run | `exec`; b = the innermost token, as granted |
 //! | 3 lost | `exec`, `layer` |
 //! | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
 //! | 5 extended | `exec`; a = 1 if extended |
 //! | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
-//! | 7 event | `exec`, `layer`; a = event; b = waited ms; c = token; `request` = the cause's request; `store` = string index of a failure message, or -1 |
+//! | 7 event | `exec`, `layer`; a = event; b = waited ms (a renewal's: its lag); c = token (a loss's: 1 when the store refused); `request` = the cause's request; `store` = string index of a failure message, or -1 |
 //!
 //! The codes are named in the modules below; lib/host/protocol.cjs decodes them, and
 //! core/tests/protocol.rs checks that both sides agree.

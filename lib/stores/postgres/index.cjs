@@ -58,7 +58,9 @@
  * one connection beyond the pool's `max` while anyone waits. With a single `Client` and
  * no `listenClient`, `subscribe` is a no-op and waiters poll (50 ms doubling to 1 s): a
  * connection that runs queries cannot also wait for notifications between them
- * without delaying them.
+ * without delaying them. With `transactionPooling` (the client goes through PgBouncer
+ * in transaction mode, where a LISTEN ends with its transaction) only a `listenClient`
+ * is listened on; without one waiters poll and the store warns once (docs/failover.md).
  */
 
 const { describe, checkOptionNames } = require('../../common/describe.cjs');
@@ -66,6 +68,7 @@ const { checkTtl, checkListener, carriedToken, checkHandOff, checkOptionsObject 
 const { noop, checkText, checkIdentifier, isQueryable, isPool, toToken, isSerializationFailure, rowsOf } = require('./client.cjs');
 const { statements, quoteIdentifier } = require('./statements.cjs');
 const { PostgresListener, channelOf } = require('./listen.cjs');
+const { warnPollingOnce } = require('./polling-warning.cjs');
 const { postgresInspector, listIndex } = require('./inspect.cjs');
 const { checkListOptions } = require('../../common/list-options.cjs');
 
@@ -95,16 +98,21 @@ class PostgresLockStore {
 
   // Release announcements: the LISTEN connection (listen.cjs), when there is one.
   #listener;
+  #transactionPooling;
   #closed = false;
   #inspector;
 
   /**
-   * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object }} options
+   * @param {{ client: object, table?: string, schema?: string, notify?: boolean, listenClient?: object, transactionPooling?: boolean }} options
    */
   constructor(options) {
     checkOptionsObject(options, 'a client');
-    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter'], 'PostgresLockStore');
-    const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS } = options;
+    checkOptionNames(options, ['client', 'table', 'schema', 'notify', 'listenClient', 'handOffAfter', 'transactionPooling'], 'PostgresLockStore');
+    const { client, table = 'leasehold_locks', schema, notify = true, listenClient, handOffAfter = DEFAULT_HAND_OFF_MS, transactionPooling = false } = options;
+    if (typeof transactionPooling !== 'boolean') {
+      throw new TypeError(`transactionPooling must be a boolean (true: client goes through a transaction-mode pooler such as PgBouncer), got ${describe(transactionPooling)}`);
+    }
+    this.#transactionPooling = transactionPooling;
     this.#handOffAfter = checkHandOff(handOffAfter);
     if (!isQueryable(client)) {
       throw new TypeError(
@@ -120,7 +128,13 @@ class PostgresLockStore {
       );
     }
     this.#client = client;
-    this.#listener = new PostgresListener({ listenClient, pool: listenClient === undefined && isPool(client) ? client : undefined });
+    // Through a transaction-mode pooler a LISTEN ends with its transaction: the store
+    // never listens on a connection built from the pool's settings then.
+    this.#listener = new PostgresListener({
+      listenClient,
+      pool: listenClient === undefined && isPool(client) && !transactionPooling ? client : undefined,
+      onListenClientLost: transactionPooling ? () => warnPollingOnce(this, 'its listenClient was lost') : undefined,
+    });
     this.#notify = notify;
     this.#table = table;
     this.#schema = schema;
@@ -311,7 +325,10 @@ class PostgresLockStore {
   subscribe(key, onReleased) {
     checkText('key', key);
     checkListener(onReleased);
-    if (this.#closed || !this.canSubscribe) return noop;
+    if (this.#closed || !this.canSubscribe) {
+      if (!this.#closed && this.#notify && this.#transactionPooling) warnPollingOnce(this, 'it has no listenClient');
+      return noop;
+    }
     return this.#listener.listeners.add(this.#channel(key), onReleased);
   }
 

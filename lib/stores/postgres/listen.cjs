@@ -28,6 +28,7 @@ function channelOf(qualified, key) {
 
 class PostgresListener {
   #listenClient;
+  #onListenClientLost;
   #pool;
   listeners = new ReleaseListeners((channel) => this.#reconciler.changed(channel));
   #reconciler;
@@ -36,9 +37,13 @@ class PostgresListener {
   // Stops watching the Pool for its end, while the store's own connection is open.
   #unwatchPool = noop;
 
-  /** @param {{ listenClient?: object, pool?: object }} source  where the connection comes from */
-  constructor({ listenClient, pool }) {
+  /**
+   * @param {{ listenClient?: object, pool?: object, onListenClientLost?: () => void }} source
+   *   where the connection comes from, and who is told when a caller's listenClient fails
+   */
+  constructor({ listenClient, pool, onListenClientLost }) {
     this.#listenClient = listenClient;
+    this.#onListenClientLost = onListenClientLost;
     this.#pool = pool;
     this.#reconciler = new ChannelReconciler({
       listeners: this.listeners,
@@ -174,6 +179,7 @@ class PostgresListener {
     connection.close([]).catch(noop);
     // A caller's listenClient cannot be reopened by the store; its own connection can.
     if (this.#pool !== undefined && !this.#closed && this.listeners.size > 0) this.#retryLater();
+    else if (this.#pool === undefined && !this.#closed) this.#onListenClientLost?.();
   }
 
   #retryLater() {

@@ -8,6 +8,8 @@
  * (`client.duplicate()`) that keeps the process alive only when told to.
  */
 
+const { followFailovers } = require('./node-redis-failover.cjs');
+
 function noop() {}
 
 function isNoScript(err) {
@@ -51,6 +53,14 @@ function ioredisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
     eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
     pttl: (key) => client.pttl(key),
+    // WAIT on the connection that ran the script, which is what WAIT counts, then GET
+    // `read` (in the key's slot) on the same one: [acknowledged, value] (replicas.cjs).
+    // In a pipeline, which a Cluster sends to the slot's master.
+    async waitReplicas(read, replicas, timeoutMs) {
+      const replies = await client.pipeline().wait(replicas, timeoutMs).get(read).exec();
+      for (const [err] of replies) if (err) throw err;
+      return [replies[0][1], replies[1][1]];
+    },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (quit, disconnect), or given up reconnecting.
     isEnded: () => client.status === 'end',
@@ -97,6 +107,7 @@ function ioredisAdapter(client) {
 const CONNECTING_CLOSE_MS = 2_000;
 
 function nodeRedisAdapter(client) {
+  if (typeof client.getMasters === 'function') followFailovers(client);
   return {
     kind: 'node-redis',
     isCluster: typeof client.getMasters === 'function',
@@ -104,6 +115,13 @@ function nodeRedisAdapter(client) {
     evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
     eval: (source, keys, args) => client.eval(source, { keys, arguments: args }),
     pttl: (key) => (typeof client.pTTL === 'function' ? client.pTTL(key) : client.PTTL(key)),
+    // On the connection that ran the script: a cluster's client for the key's master.
+    // Both sent at once: pipelined on that connection.
+    waitReplicas: (read, replicas, timeoutMs) => {
+      const args = ['WAIT', String(replicas), String(timeoutMs)];
+      const acked = typeof client.getMasters === 'function' ? client.sendCommand(read, false, args) : client.sendCommand(args);
+      return Promise.all([acked, client.get(read)]);
+    },
     canSubscribe: typeof client.duplicate === 'function',
     // Closed by its owner (close, destroy, quit, disconnect).
     isEnded: () => client.isOpen === false,
@@ -111,6 +129,7 @@ function nodeRedisAdapter(client) {
     onEnd: (fn) => watchEnd(client, ['end', 'disconnect'], fn),
     openSubscriber(onMessage, onReady, onEnd) {
       const dup = client.duplicate();
+      if (typeof dup.getMasters === 'function') followFailovers(dup);
       // A client's socket may be unref'd (before it exists, too); a cluster's sockets
       // are its own: it closes with the caller's client instead.
       const keepAlive = (on) => {
@@ -181,8 +200,55 @@ function nodeRedisAdapter(client) {
   };
 }
 
+/**
+ * node-redis v5's Sentinel client (`createSentinel`): its commands go to the current
+ * primary, and it subscribes on a connection of its own that follows a promoted
+ * primary. It has no `duplicate()`: the store's subscriptions share that connection,
+ * with a listener of the store's own, removed by `close()`.
+ */
+function nodeRedisSentinelAdapter(client) {
+  const adapter = nodeRedisAdapter(client);
+  return {
+    ...adapter,
+    kind: 'node-redis-sentinel',
+    isCluster: false,
+    waitReplicas: (read, replicas, timeoutMs) =>
+      Promise.all([client.sendCommand(false, ['WAIT', String(replicas), String(timeoutMs)]), client.get(read)]),
+    canSubscribe: true,
+    openSubscriber(onMessage) {
+      const listener = (message, channel) => onMessage(String(channel), String(message));
+      const mine = new Set();
+      return {
+        async subscribe(channels) {
+          await client.subscribe(channels, listener);
+          for (const c of channels) mine.add(c);
+        },
+        async unsubscribe(channels) {
+          for (const c of channels) mine.delete(c);
+          await client.unsubscribe(channels, listener);
+        },
+        isDead: () => client.isOpen === false,
+        // The connection is the caller's: it lives as long as the client does.
+        keepAlive: noop,
+        async close() {
+          const channels = [...mine];
+          mine.clear();
+          if (channels.length > 0 && client.isOpen !== false) await client.unsubscribe(channels, listener).catch(noop);
+        },
+      };
+    },
+  };
+}
+
+function isNodeRedisSentinel(client) {
+  return typeof client.getSentinelNode === 'function' && typeof client.getMasterNode === 'function';
+}
+
 function adapterFor(client) {
   if (client == null || (typeof client !== 'object' && typeof client !== 'function')) return undefined;
+  if (typeof client.evalSha === 'function' && typeof client.eval === 'function' && isNodeRedisSentinel(client)) {
+    return nodeRedisSentinelAdapter(client);
+  }
   // node-redis spells it evalSha, ioredis evalsha; neither has the other's.
   if (typeof client.evalSha === 'function' && typeof client.eval === 'function') return nodeRedisAdapter(client);
   if (typeof client.evalsha === 'function' && typeof client.eval === 'function') return ioredisAdapter(client);

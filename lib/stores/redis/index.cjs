@@ -17,6 +17,9 @@
  *   READONLY, WRONGTYPE, ...) rejects unchanged; nothing is turned into `false` or
  *   `undefined`.
  * - `isLocked` and `ttl` are advisory: the answer may be stale when it arrives.
+ * - `minReplicas`: grants, renewals and raised token floors count only once that many
+ *   replicas hold them (WAIT, replicas.cjs); grants on release are off then. Failover,
+ *   Sentinel and Cluster replicas: docs/failover.md.
  *
  * - Grant on release: an `acquire` that asks to be queued (`{ queue: true }`, as the
  *   engine does) and finds the key held puts its owner at the end of the key's queue.
@@ -58,6 +61,7 @@ const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names
 const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
 const { RedisSubscriptions } = require('./subscriptions.cjs');
+const { replicaSettings, ReplicaAcknowledgement } = require('./replicas.cjs');
 const { redisInspector } = require('./inspect.cjs');
 const { checkListOptions } = require('../../common/list-options.cjs');
 
@@ -95,14 +99,16 @@ class RedisLockStore {
   // The names of the last key used (`#names`): a loop of executions uses one key.
   #lastKey = undefined;
   #lastNames = undefined;
+  // With `minReplicas`: which writes wait for replicas (replicas.cjs); else undefined.
+  #replicas;
   #inspector;
 
   /**
-   * @param {{ client: object, prefix?: string, handOffAfter?: number }} options
+   * @param {{ client: object, prefix?: string, handOffAfter?: number, minReplicas?: number, replicaTimeout?: number }} options
    */
   constructor(options) {
     checkOptionsObject(options, 'a client');
-    checkOptionNames(options, ['client', 'prefix', 'handOffAfter'], 'RedisLockStore');
+    checkOptionNames(options, ['client', 'prefix', 'handOffAfter', 'minReplicas', 'replicaTimeout'], 'RedisLockStore');
     const { client, prefix = 'lock', handOffAfter = DEFAULT_HAND_OFF_MS } = options;
     const redis = adapterFor(client);
     if (redis === undefined) {
@@ -115,6 +121,8 @@ class RedisLockStore {
       throw new TypeError(`prefix must not contain '{' or '}' (they would break the Redis Cluster hash tag), got ${describe(prefix)}`);
     }
     checkHandOff(handOffAfter);
+    const replicas = replicaSettings(options);
+    if (replicas !== undefined) this.#replicas = new ReplicaAcknowledgement(redis, replicas);
     this.#redis = redis;
     this.#prefix = prefix;
     this.#handOffMs = String(handOffAfter);
@@ -218,7 +226,7 @@ class RedisLockStore {
     // Options come from an engine on a store that grants on release: it is told of a
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
-    const queue = queueOption(options) && this.#subscriptions.grantsListening && !this.#closed;
+    const queue = queueOption(options) && this.#subscriptions.grantsListening && !this.#closed && this.#replicas === undefined;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
@@ -241,6 +249,10 @@ class RedisLockStore {
       return undefined;
     }
     const fencingToken = toToken(reply);
+    if (this.#replicas !== undefined) {
+      const undo = () => this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, true));
+      await this.#replicas.granted(this.#leaseKey(key), owner, fencingToken, key, undo);
+    }
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#owners.forgetQueued(owner) !== undefined) this.#owners.rememberAnswered(owner, fencingToken, sentAt);
     return { fencingToken };
@@ -282,9 +294,14 @@ class RedisLockStore {
     checkString('owner', owner);
     checkTtl(ttlMs);
     const carried = carriedToken(options);
-    if (carried === undefined) return toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
-    const keys = this.#keys(key);
-    return toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
+    let renewed;
+    if (carried === undefined) renewed = toFlag(await this.#run(RENEW, [this.#leaseKey(key)], [owner, String(ttlMs)]), 'renew');
+    else {
+      const keys = this.#keys(key);
+      renewed = toFlag(await this.#run(RENEW, [keys[0], keys[1]], [owner, String(ttlMs), carried]), 'renew');
+    }
+    if (this.#replicas !== undefined) await this.#replicas.renewed(this.#leaseKey(key), owner, key, renewed);
+    return renewed;
   }
 
   /**
@@ -314,6 +331,7 @@ class RedisLockStore {
     const atOnce = this.#turns.atOnce(lease);
     const args = this.#releaseArgs(owner, atOnce);
     const reply = await this.#run(RELEASE, this.#keys(key), carried === undefined ? args : [...args, carried]);
+    if (this.#replicas !== undefined) await this.#replicas.released(this.#keys(key)[1], owner, key, carried);
     if (atOnce) this.#turns.releasedAtOnce(lease); // still a key this store lets go
     if (Number(reply) === 2) {
       // Released with owners queued, none for the hand-off time yet (turns.cjs).
@@ -332,10 +350,12 @@ class RedisLockStore {
   /**
    * True: waiters queued through this store (`acquire(..., { queue: true })`) are
    * handed the lease by the holder's release, and told through `subscribe`. False
-   * once closed, or when the client cannot open a subscriber connection.
+   * once closed, with `minReplicas` (a grant must be acknowledged on the connection that
+   * wrote it, which a release's grant to another process is not: waiters are woken
+   * instead), or when the client cannot open a subscriber connection.
    */
   get grantsOnRelease() {
-    return !this.#closed && this.#redis.canSubscribe;
+    return !this.#closed && this.#redis.canSubscribe && this.#replicas === undefined;
   }
 
   /** Whether a live lease exists on `key` (advisory). */

@@ -75,6 +75,8 @@ class RedisSubscriptions {
           if (wanted.length > 0) await subscriber.subscribe(wanted);
           if (gone.length > 0) await subscriber.unsubscribe(gone).catch(noop);
         },
+        // One that arrives after close(), or idle: closed, or it would reconnect forever.
+        discard: (subscriber) => subscriber.close().catch(noop),
         isDead: (subscriber) => subscriber.isDead(),
         dropped: (subscriber) => this.#dropped(subscriber),
       },

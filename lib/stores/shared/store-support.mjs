@@ -24,7 +24,11 @@ export function describe(value) {
       return 'a function';
     case 'object':
       if (value === null) return 'null';
-      return Array.isArray(value) ? 'an array' : 'an object';
+      try {
+        return Array.isArray(value) ? 'an array' : 'an object';
+      } catch {
+        return 'an object'; // a revoked proxy
+      }
     default:
       return String(value);
   }
