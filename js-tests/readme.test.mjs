@@ -108,6 +108,53 @@ test('PostgreSQL: creates its table, charges under the lock, then exits', async 
   assert.equal(again.stdout, 'charged\n');
 });
 
+test('Leader election: one instance leads, SIGTERM steps it down, the next leads with a larger term, both exit', async () => {
+  const source = snippets().get('leader-election');
+  assert.ok(source, "README.md has no snippet marked 'leader-election'");
+  fs.mkdirSync(scratch, { recursive: true });
+  const file = path.join(scratch, 'leader-election.mjs');
+  fs.writeFileSync(file, source);
+  const start = () => {
+    const child = spawn(process.execPath, [file], { cwd: scratch, env: { ...process.env, REDIS_URL: redis.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = { child, stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk) => (run.stdout += chunk));
+    child.stderr.on('data', (chunk) => (run.stderr += chunk));
+    run.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    run.until = (pattern) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${EXIT_BOUND_MS} ms:\n${run.stdout}\n${run.stderr}`)), EXIT_BOUND_MS);
+        const look = () => {
+          const match = pattern.exec(run.stdout);
+          if (match) {
+            clearTimeout(timer);
+            child.stdout.off('data', look);
+            resolve(match);
+          }
+        };
+        child.stdout.on('data', look);
+        look();
+      });
+    return run;
+  };
+  const first = start();
+  const second = start();
+  try {
+    const leaderFirst = await Promise.race([first.until(/leading, term (\d+)/).then((m) => [first, second, m]), second.until(/leading, term (\d+)/).then((m) => [second, first, m])]);
+    const [leading, waiting, [, term]] = leaderFirst;
+    leading.child.kill('SIGTERM');
+    assert.equal(await leading.exited, 0, leading.stderr);
+    assert.match(leading.stdout, /stepped down\n$/);
+    const [, next] = await waiting.until(/leading, term (\d+)/);
+    assert.ok(Number(next) > Number(term), `term ${next} after ${term}`);
+    waiting.child.kill('SIGTERM');
+    assert.equal(await waiting.exited, 0, waiting.stderr);
+    assert.match(waiting.stdout, /stepped down\n$/);
+  } finally {
+    first.child.kill('SIGKILL');
+    second.child.kill('SIGKILL');
+  }
+});
+
 test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, then exits', async () => {
   const { code, stdout, stderr } = await runSnippet('opentelemetry');
   assert.equal(code, 0, stderr);
@@ -117,7 +164,7 @@ test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, t
 });
 
 test('every snippet the README marks is tested here, and type-checked verbatim', () => {
-  assert.deepEqual([...snippets().keys()].sort(), ['opentelemetry', 'postgres', 'quick-start', 'redis']);
+  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'redis']);
   // js-tests/types/readme-NAME.mjs is what `tsc -p js-tests/types` checks (nodenext and bundler).
   for (const [name, source] of snippets()) {
     const typed = fs.readFileSync(path.join(root, 'js-tests', 'types', `readme-${name}.mjs`), 'utf8');

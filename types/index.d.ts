@@ -380,6 +380,81 @@ export declare function acquireLock(
   options?: AcquireLockOptions,
 ): Promise<LeaseHandle | undefined>;
 
+/** `campaign`'s options. */
+export interface CampaignOptions {
+  /** Where the election is held: the lease on the key is the leadership. */
+  store: LockStore;
+  /** The lease's ttl: a crashed leader is replaced this long after its last renewal. Default 30 s. */
+  ttl?: Duration;
+  /** What `leader()` shows for this candidate while it leads (at most 128 characters). */
+  name?: string;
+  /** Aborting it while waiting leaves the line (the campaign rejects with its reason); while leading, steps down. */
+  signal?: AbortSignal;
+}
+
+/** One term of office, from `campaign` or passed to `lead`'s callback. */
+export interface Leadership {
+  readonly key: string;
+  /** The lease's fencing token: larger for every new leader. Fence your writes with it. */
+  readonly term: number;
+  readonly name: string | undefined;
+  readonly owner: string;
+  /**
+   * Aborts when the leadership ends: a `LockLostError` once the lease may have run out or
+   * could not be renewed (read as aborted from that moment, before any timer runs), an
+   * `AbortError` on `resign()`, the campaign signal's reason when it aborts.
+   */
+  readonly signal: AbortSignal;
+  /** Steps down at once: aborts `signal`, releases the lease. True if it was still held; false after a loss or on a second call. */
+  resign(): Promise<boolean>;
+}
+
+/**
+ * Waits in line for `key` until this process leads. Rejects with the signal's reason when
+ * it aborts first, with a `LockStoreError` when the store fails.
+ */
+export declare function campaign(key: string, options: CampaignOptions): Promise<Leadership>;
+
+/** `lead`'s options. */
+export interface LeadOptions extends CampaignOptions {
+  /**
+   * Called with what the callback threw while it led, after stepping down; lead() then
+   * campaigns again. Without it, lead() rejects with that error.
+   */
+  onError?: (error: unknown, leadership: Leadership) => void;
+}
+
+/**
+ * Campaigns for `key` and runs `fn` for each term won, campaigning again after each,
+ * until `options.signal` aborts; then resolves. A term ends when `fn` settles (the lease
+ * is released at once) or leadership is lost.
+ */
+export declare function lead(key: string, fn: (leadership: Leadership) => unknown, options: LeadOptions): Promise<void>;
+
+/** Who leads a key, as `leader` and `watchLeader` show it. */
+export interface LeaderInfo {
+  readonly key: string;
+  /** The name the leader campaigned with, if any. */
+  readonly name: string | undefined;
+  readonly owner: string;
+  readonly term: number;
+  /** Milliseconds left on its lease unless renewed. */
+  readonly ttl: number;
+}
+
+/** Who leads `key` on `store` now; `undefined` when nobody does. A `TypeError` for a store without `inspect`. */
+export declare function leader(store: LockStore, key: string): Promise<LeaderInfo | undefined>;
+
+export interface WatchLeaderOptions {
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /** How often to look where the store announces nothing. Default 1 s. */
+  interval?: Duration;
+}
+
+/** The leader now (or `undefined`), then each change of leader, until `signal` aborts or the loop breaks. */
+export declare function watchLeader(store: LockStore, key: string, options?: WatchLeaderOptions): AsyncIterableIterator<LeaderInfo | undefined>;
+
 /** A lock key: a string, or a function of the execution's context. */
 export type LockKey = string | ((context: ResilienceContext) => string);
 
@@ -487,5 +562,9 @@ declare const api: {
   getLockToken: typeof getLockToken;
   acquireLock: typeof acquireLock;
   withLock: typeof withLock;
+  campaign: typeof campaign;
+  lead: typeof lead;
+  leader: typeof leader;
+  watchLeader: typeof watchLeader;
 };
 export default api;

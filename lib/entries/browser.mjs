@@ -26,5 +26,9 @@ export const {
   LOCK_TOKEN,
   acquireLock,
   withLock,
+  campaign,
+  lead,
+  leader,
+  watchLeader,
 } = api;
 export default api;

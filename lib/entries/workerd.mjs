@@ -35,5 +35,9 @@ export const {
   LOCK_TOKEN,
   acquireLock,
   withLock,
+  campaign,
+  lead,
+  leader,
+  watchLeader,
 } = api;
 export default api;

@@ -30,6 +30,9 @@ const { createNesting } = require('./callbacks.cjs');
 const { definePipelines } = require('./pipeline.cjs');
 const { defineLeases } = require('./lease.cjs');
 const { defineWithLock } = require('./with-lock.cjs');
+const { CandidateNames } = require('./election-names.cjs');
+const { defineElection } = require('./election.cjs');
+const { defineLeaderWatch } = require('./leader-watch.cjs');
 const { createOpenTelemetry } = require('../otel/detect.cjs');
 
 /**
@@ -106,6 +109,11 @@ function createApi(rawBinding, options) {
     acquireLock: api.acquireLock,
     withLock,
   };
+  // The election campaigns through the exported acquireLock: where the engine loads
+  // lazily (browsers), that one waits for it.
+  const names = new CandidateNames((store) => store instanceof api.MemoryLockStore);
+  const { campaign, lead } = defineElection(api, (...args) => exported.acquireLock(...args), names);
+  Object.assign(exported, { campaign, lead }, defineLeaderWatch(api, names));
   // For the project's own tests (forcing a panic, reading engine counters); not an API.
   Object.defineProperty(exported, Symbol.for('leasehold.internals'), {
     value: {
