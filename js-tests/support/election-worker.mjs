@@ -43,12 +43,15 @@ async function connect() {
   throw new Error(`unknown store kind ${kind}`);
 }
 
-/** Writes `term` to the resource; resolves whether it was accepted. */
-async function write(term, late) {
+/**
+ * Writes `term` to the resource; resolves whether it was accepted. `checked`: when (wall
+ * clock, shared by every process here) the tick read its signal.
+ */
+async function write(term, late, checked = Date.now()) {
   try {
     const response = await fetch(`${resource}/write`, {
       method: 'POST',
-      body: JSON.stringify({ pid: process.pid, name, term, late }),
+      body: JSON.stringify({ pid: process.pid, name, term, late, checked }),
     });
     return (await response.json()).accepted;
   } catch {
@@ -64,8 +67,9 @@ await lead(
   async ({ term, signal }) => {
     print({ elected: term });
     for (;;) {
+      const checked = Date.now();
       if (signal.aborted) break;
-      await write(term, false);
+      await write(term, false, checked);
       await new Promise((resolve) => setTimeout(resolve, TICK_MS));
     }
     print({ deposed: term, reason: signal.reason?.name });
