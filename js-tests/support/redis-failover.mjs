@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { call, command, freeClusterPort, freePort, requireRedisBinaries, spawnServer, stopProcess, waitFor } from './redis.mjs';
+import { call, command, freePort, requireRedisBinaries, spawnClusterNode, spawnServer, stopProcess, waitFor } from './redis.mjs';
 import { killOnExit } from './reaper.mjs';
 
 const HOST = '127.0.0.1';
@@ -196,14 +196,15 @@ export async function startReplicatedCluster({ masters = 3 } = {}) {
   const ports = [];
   try {
     const taken = new Set();
-    for (let i = 0; i < masters * 2; i++) ports.push(await freeClusterPort(taken));
-    for (const port of ports) {
-      servers.set(port, await spawnServer(port, dir, [
+    for (let i = 0; i < masters * 2; i++) {
+      const { port, proc } = await spawnClusterNode(taken, dir, (p) => [
         '--cluster-enabled', 'yes',
-        '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
+        '--cluster-config-file', path.join(dir, `nodes-${p}.conf`),
         '--cluster-node-timeout', String(DOWN_AFTER_MS),
-        '--dbfilename', `dump-${port}.rdb`,
-      ]));
+        '--dbfilename', `dump-${p}.rdb`,
+      ]);
+      ports.push(port);
+      servers.set(port, proc);
     }
     const create = spawnSync(
       'redis-cli',

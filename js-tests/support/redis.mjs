@@ -56,6 +56,22 @@ export async function freeClusterPort(taken) {
   throw new Error('no free port pair (P, P+10000) found for a cluster node');
 }
 
+/**
+ * A cluster node on a free port pair, spawned as soon as the port is picked: another
+ * test process may take a port between the check and the bind, so a node that finds
+ * its port taken is started again on another. `argsOf(port)`: its extra arguments.
+ */
+export async function spawnClusterNode(taken, dir, argsOf) {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freeClusterPort(taken);
+    try {
+      return { port, proc: await spawnServer(port, dir, argsOf(port)) };
+    } catch (err) {
+      if (attempt >= 5 || !/Address already in use/.test(err.message)) throw err;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------
 // A minimal RESP client: one command per connection, for test plumbing only.
 // ---------------------------------------------------------------------------------
@@ -314,15 +330,14 @@ export async function startRedisCluster({ masters = 3 } = {}) {
   };
   try {
     const taken = new Set();
-    for (let i = 0; i < masters; i++) ports.push(await freeClusterPort(taken));
-    for (const port of ports) {
-      procs.push(
-        await spawnServer(port, dir, [
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', path.join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout', '5000',
-        ]),
-      );
+    for (let i = 0; i < masters; i++) {
+      const { port, proc } = await spawnClusterNode(taken, dir, (p) => [
+        '--cluster-enabled', 'yes',
+        '--cluster-config-file', path.join(dir, `nodes-${p}.conf`),
+        '--cluster-node-timeout', '5000',
+      ]);
+      ports.push(port);
+      procs.push(proc);
     }
     const create = spawnSync(
       'redis-cli',
