@@ -5,43 +5,15 @@
 //
 // workerd runs the wasm engine only: these tests run in the wasm pass of the suite.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { startLockWorker, workerdSkip } from './support/workerd.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-let Miniflare;
-try {
-  ({ Miniflare } = await import('miniflare'));
-} catch {
-  Miniflare = undefined;
-}
-const skip =
-  process.env.LEASEHOLD_ENGINE === 'native'
-    ? 'workerd runs the wasm engine only: these tests run in the wasm pass'
-    : !Miniflare
-      ? 'miniflare is not installed'
-      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
-        ? 'the wasm engine is not built (npm run build)'
-        : false;
+const skip = workerdSkip;
 
 let mf;
 before(async () => {
   if (skip) return;
-  mf = new Miniflare({
-    modules: true,
-    scriptPath: path.join(root, 'js-tests/durable-object/worker.mjs'),
-    modulesRoot: root,
-    modulesRules: [
-      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
-      { type: 'CompiledWasm', include: ['**/*.wasm'] },
-    ],
-    compatibilityDate: '2025-09-01',
-    compatibilityFlags: ['nodejs_compat'],
-    durableObjects: { LOCKS: 'LockDurableObject' },
-  });
-  await mf.ready;
+  mf = await startLockWorker({ scriptPath: 'js-tests/durable-object/worker.mjs' });
 });
 after(async () => {
   await mf?.dispose();

@@ -2,27 +2,13 @@
 // miniflare: js-tests/durable-object/kit-worker.mjs runs each case in one request, with
 // the kit's `test` injected. workerd runs the wasm engine only: the wasm pass runs these.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import kit from '../lib/testing/kit.cjs';
+import { root, startLockWorker, workerdSkip } from './support/workerd.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-let Miniflare;
-try {
-  ({ Miniflare } = await import('miniflare'));
-} catch {
-  Miniflare = undefined;
-}
-const skip =
-  process.env.LEASEHOLD_ENGINE === 'native'
-    ? 'workerd runs the wasm engine only: these tests run in the wasm pass'
-    : !Miniflare
-      ? 'miniflare is not installed'
-      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
-        ? 'the wasm engine is not built (npm run build)'
-        : false;
+const skip = workerdSkip;
 
 // The Worker's entry: the package's workerd entries, found through its exports.
 const { exports } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -36,21 +22,7 @@ export default kitWorker(leasehold, DurableObjectLockStore);
 
 let mf;
 if (!skip) {
-  mf = new Miniflare({
-    modules: true,
-    script: entry,
-    scriptPath: path.join(root, 'kit-entry.mjs'),
-    modulesRoot: root,
-    modulesRules: [
-      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
-      { type: 'CommonJS', include: ['**/*.cjs'] },
-      { type: 'CompiledWasm', include: ['**/*.wasm'] },
-    ],
-    compatibilityDate: '2025-09-01',
-    compatibilityFlags: ['nodejs_compat'],
-    durableObjects: { LOCKS: 'LockDurableObject' },
-  });
-  await mf.ready;
+  mf = await startLockWorker({ script: entry, scriptPath: 'kit-entry.mjs', commonJs: true });
 }
 after(() => mf?.dispose());
 
