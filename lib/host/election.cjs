@@ -51,7 +51,7 @@ function pause(ms, signal) {
 }
 
 /**
- * `campaign` and `lead` of one API. `api` is its shared context (lib/host.cjs);
+ * `campaign` and `lead` of one API. `api` is its shared context (lib/host/api.cjs);
  * `acquire` is the API's exported `acquireLock` (which waits for a lazily loaded engine);
  * `names` its CandidateNames.
  */

@@ -1,5 +1,5 @@
 /**
- * `inspect` of `LockDurableObject` (lib/durable-object.mjs): what the object keeps for
+ * `inspect` of `LockDurableObject` (./index.mjs): what the object keeps for
  * its key, read without changing it. A lease past its expiry is not shown (the object
  * ends it at its next call or timer); a queued owner that stopped asking is not either.
  */

@@ -105,13 +105,13 @@ class EtcdLockStore {
     this.#inspector = etcdInspector({ kv: client.kv, leases: client.leaseClient, namespace: this.#namespace, prefix });
   }
 
-  /** The holder of `key` and its waiters in queue order, undefined when none (lib/etcd-inspect.cjs). */
+  /** The holder of `key` and its waiters in queue order, undefined when none (inspect.cjs). */
   async inspect(key) {
     checkText('key', key);
     return this.#inspector.inspect(key);
   }
 
-  /** The keys held, by range reads: at most `limit`, starting with `prefix` (lib/etcd-inspect.cjs). */
+  /** The keys held, by range reads: at most `limit`, starting with `prefix` (inspect.cjs). */
   list(options) {
     const checked = checkListOptions(options);
     if (checked.prefix !== '') checkText('prefix', checked.prefix);

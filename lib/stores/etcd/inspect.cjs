@@ -1,6 +1,6 @@
 'use strict';
 /**
- * `inspect` and `list` of `EtcdLockStore` (lib/etcd.cjs, whose top comment describes
+ * `inspect` and `list` of `EtcdLockStore` (./index.cjs, whose top comment describes
  * the keys): range reads and a lease's time to live, never a write.
  *
  * - `inspect(key)` reads every key under the lock's prefix in create-revision order:

@@ -1,6 +1,6 @@
 'use strict';
 /**
- * `inspect` and `list` of `PostgresLockStore` (lib/postgres.cjs, whose top comment
+ * `inspect` and `list` of `PostgresLockStore` (./index.cjs, whose top comment
  * describes the table): plain SELECTs, never a write, judged by the database clock.
  *
  * - `inspect(key)` reads the key's row by its digest (the primary key): the owner of a

@@ -1,6 +1,6 @@
 'use strict';
 /**
- * `inspect` and `list` of `RedisLockStore` (lib/redis.cjs, whose top comment names the
+ * `inspect` and `list` of `RedisLockStore` (./index.cjs, whose top comment names the
  * Redis keys of a lock): reads only, never a write, never KEYS.
  *
  * - `inspect(key)` is one read-only script on the key's slot (INSPECT below): the
@@ -50,7 +50,7 @@ return out
 
 const ESCAPE = /%(25|7B|7D|u[0-9A-F]{4})/g;
 
-/** The lock key whose hash-tag body is `body` (the inverse of lib/redis.cjs `encodeKey`). */
+/** The lock key whose hash-tag body is `body` (the inverse of `encodeKey` in ./names.cjs). */
 function decodeKey(body) {
   return body.replace(ESCAPE, (_, code) => {
     if (code === '25') return '%';
