@@ -54,8 +54,20 @@ async function until(what, check, timeoutMs) {
  * Starts `size` members (1 or 3) as one cluster. Returns { endpoints, members, stop() },
  * each member { name, url, kill(), start(), pause(), resume(), running }.
  */
-export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs = 500 } = {}) {
+export async function startEtcdCluster(size = 1, options = {}) {
   requireEtcdBinary();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(size, options);
+    } catch (err) {
+      // A member that exited while starting (its port taken after it was picked) is
+      // the only failure worth a second try; a cluster that never elects is not.
+      if (attempt >= 3 || !err.memberExited) throw err;
+    }
+  }
+}
+
+async function startOnce(size, { heartbeatMs = 50, electionMs = 500 }) {
   const dir = mkdtempSync(path.join(dataRoot(), 'leasehold-etcd-'));
   const members = [];
   for (let i = 0; i < size; i++) {
@@ -80,9 +92,11 @@ export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs 
       '--log-level', 'error',
       '--logger', 'zap',
     ];
+    m.stderr = '';
     m.start = () => {
       const child = spawn('etcd', m.args, { stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr.resume();
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (text) => (m.stderr = (m.stderr + text).slice(-2000)));
       killOnExit(child);
       m.child = child;
     };
@@ -102,7 +116,15 @@ export async function startEtcdCluster(size = 1, { heartbeatMs = 50, electionMs 
   }
   for (const m of members) m.start();
   try {
-    await until('a healthy cluster', async () => (await Promise.all(members.map((m) => healthy(m.url)))).every(Boolean), 60_000);
+    await until('a healthy cluster', async () => {
+      const gone = members.find((m) => m.child.exitCode !== null || m.child.signalCode !== null);
+      if (gone !== undefined) {
+        const err = new Error(`etcd: member ${gone.name} exited while starting: ${gone.stderr.trim().slice(-500)}`);
+        err.memberExited = true;
+        throw err;
+      }
+      return (await Promise.all(members.map((m) => healthy(m.url)))).every(Boolean);
+    }, 60_000);
   } catch (err) {
     for (const m of members) await m.kill();
     rmSync(dir, { recursive: true, force: true });

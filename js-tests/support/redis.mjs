@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pollUntil } from './async.mjs';
-import { freePort } from './net.mjs';
+import { freePort, portIsFree, PORT_HIGH, PORT_LOW } from './net.mjs';
 import { killOnExit } from './reaper.mjs';
 
 export { freePort };
@@ -34,19 +34,11 @@ export function requireRedisBinaries() {
   checked = true;
 }
 
-function portIsFree(port) {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, HOST, () => srv.close(() => resolve(true)));
-  });
-}
-
 /** A port P with P and P + 10000 (the cluster bus port) both free. */
 export async function freeClusterPort(taken) {
   for (let i = 0; i < 200; i++) {
-    const port = 20000 + Math.floor(Math.random() * 30000);
+    // P + 10000 stays below the kernel's ephemeral range too (see net.mjs).
+    const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - 10000 - PORT_LOW));
     if (taken.has(port) || taken.has(port + 10000) || taken.has(port - 10000)) continue;
     if ((await portIsFree(port)) && (await portIsFree(port + 10000))) {
       taken.add(port);

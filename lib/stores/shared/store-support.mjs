@@ -64,6 +64,34 @@ export function checkOptions(options, known, what) {
   }
 }
 
+// Permits: lib/stores/shared/permits.cjs's rules and messages, for the ES stores.
+
+/** The limit of a key used with `mode`: a writer's weight, more than readers will ever be. */
+export const SHARED_LIMIT = 2147483647;
+
+/** `acquire`'s options, checked: `{ queue, limit, weight }` (see permits.cjs). */
+export function acquireOptions(options) {
+  if (options === undefined) return { queue: false, limit: undefined, weight: undefined };
+  if (options === null || typeof options !== 'object' || (options.queue !== undefined && typeof options.queue !== 'boolean')) {
+    throw new TypeError(`options must be an object like { queue: true }, got ${describe(options)}`);
+  }
+  const { limit, weight } = options;
+  if (limit === undefined && weight === undefined) return { queue: options.queue === true, limit: undefined, weight: undefined };
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > SHARED_LIMIT) {
+    throw new RangeError(`options.limit must be an integer from 1 to ${SHARED_LIMIT}, got ${describe(limit)}`);
+  }
+  if (!Number.isSafeInteger(weight) || weight < 1 || weight > limit) {
+    throw new RangeError(`options.weight must be an integer from 1 to the limit (${limit}), got ${describe(weight)}`);
+  }
+  return { queue: options.queue === true, limit, weight };
+}
+
+/** How `inspect` shows a holder's permits: its weight, and its mode on a key used with modes. */
+export function permitsShown(limit, weight) {
+  if (limit !== SHARED_LIMIT) return { weight };
+  return { weight, mode: weight === SHARED_LIMIT ? 'exclusive' : 'shared' };
+}
+
 /** The `subscribe` listeners of a store that grants on release, per key. */
 export class GrantListeners {
   #byKey = new Map();
