@@ -77,6 +77,18 @@ test('the quick start has at most 10 lines of code', () => {
   assert.ok(lines.length <= 10, `${lines.length} lines`);
 });
 
+test('Limits: ten calls, never more than three at once', async () => {
+  const { code, stdout, stderr } = await runSnippet('semaphore');
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, 'at most 3 at once\n');
+});
+
+test('Shared reads: the readers overlap, the writer runs alone after them under a larger token', async () => {
+  const { code, stdout, stderr } = await runSnippet('read-write');
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, "read A in, read B in, read A out, read B out, write in, write out\nthe writer's token exceeds the readers'\n");
+});
+
 test('Redis: builds the report, skips it while another instance holds the key, then exits', async () => {
   const first = await runSnippet('redis', { REDIS_URL: redis.url });
   assert.equal(first.code, 0, first.stderr);
