@@ -54,9 +54,11 @@
 
 const { randomBytes } = require('node:crypto');
 const { describe, checkOptionNames } = require('../../common/describe.cjs');
-const { checkString, checkTtl, checkListener, queueOption, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
+const { checkString, checkTtl, checkListener, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
+const { acquireOptions } = require('../shared/permits.cjs');
 const { adapterFor, isNoScript, noop } = require('./adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./scripts.cjs');
+const { PERMIT_ACQUIRE } = require('./permit-scripts.cjs');
 const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names.cjs');
 const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
@@ -209,10 +211,18 @@ class RedisLockStore {
     }
   }
 
+  /** Keeps permits: `limit`, `weight` and `mode` (permit-scripts.cjs). */
+  get permits() {
+    return true;
+  }
+
   /**
-   * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
-   * fencing token, or `undefined` when the key is held (by anyone, this owner included:
-   * locks are not reentrant). Rejects with the client's error when Redis fails.
+   * Takes the lease on `key` for `ttlMs` if no live lease exists, or with options
+   * `{ limit, weight }` `weight` of the key's `limit` permits if they fit and nobody is
+   * queued ahead. Resolves to `{ fencingToken }`, `undefined` when the key is held (by
+   * anyone, this owner included: locks are not reentrant), or `{ limit }` when the key is
+   * held or waited for with another limit (a plain lease is limit 1). Rejects with the
+   * client's error when Redis fails.
    */
   async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
@@ -226,16 +236,23 @@ class RedisLockStore {
     // Options come from an engine on a store that grants on release: it is told of a
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
-    const queue = queueOption(options) && this.#subscriptions.grantsListening && !this.#closed && this.#replicas === undefined;
+    const asked = acquireOptions(options);
+    const queue = asked.queue && this.#subscriptions.grantsListening && !this.#closed && this.#replicas === undefined;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
     const sentAt = performance.now();
-    const args = queue
-      ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
-      : [owner, String(ttlMs), waits ? '1' : '0'];
+    let s = ACQUIRE;
+    let args;
+    if (asked.limit !== undefined) {
+      s = PERMIT_ACQUIRE;
+      args = [owner, String(ttlMs), '1', String(asked.limit), String(asked.weight), queue ? this.#grantChannel : '', this.#checkHeard];
+    } else if (queue) args = [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs];
+    else args = [owner, String(ttlMs), waits ? '1' : '0'];
     const subscriber = this.#subscriptions.connection;
-    const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
+    const reply = queue ? await this.#queueingTry(s, key, owner, args) : await this.#run(s, this.#keys(key), args);
+    // Minus the key's limit: it is held or waited for with another (permit-scripts.cjs).
+    if (reply != null && Number(reply) < 0) return { limit: -Number(reply) };
     if (reply == null) {
       if (!queue) {
         // A waiting try that does not queue (the last at its deadline) left the queue.
@@ -266,13 +283,13 @@ class RedisLockStore {
    * that same grant, found by a try that ran after it. A try that fails releases the
    * kept grant, as one nobody claims is released.
    */
-  async #queueingTry(key, owner, args) {
+  async #queueingTry(s, key, owner, args) {
     const lease = this.#leaseKey(key);
     const { tries, kept } = this.#owners;
     tries.set(owner, lease);
     let reply;
     try {
-      reply = await this.#run(ACQUIRE, this.#keys(key), args);
+      reply = await this.#run(s, this.#keys(key), args);
     } catch (err) {
       tries.delete(owner);
       if (kept.delete(owner)) this.#releaseUnclaimed(lease, owner);
