@@ -237,7 +237,11 @@ class RedisLockStore {
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
     const asked = acquireOptions(options);
-    const queue = asked.queue && this.#subscriptions.grantsListening && !this.#closed && this.#replicas === undefined;
+    // Permits queue from the first try, so that no later try overtakes it (FIFO): its
+    // engine subscribes as the answer comes. A grant that beats that subscription is
+    // taken back (standalone) or found by the owner's next try (Cluster).
+    const listening = this.#subscriptions.grantsListening || (asked.limit !== undefined && this.#redis.canSubscribe);
+    const queue = asked.queue && listening && !this.#closed && this.#replicas === undefined;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
@@ -261,7 +265,7 @@ class RedisLockStore {
       }
       // Queued for the subscriber connection this try was sent with: if that one is gone
       // (dropped, or the store closed) meanwhile, no grant can reach the owner.
-      if (subscriber === this.#subscriptions.connection && !this.#closed) this.#owners.rememberQueued(owner, key, this.#channel(key), sentAt);
+      if ((subscriber === null || subscriber === this.#subscriptions.connection) && !this.#closed) this.#owners.rememberQueued(owner, key, this.#channel(key), sentAt);
       else this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
       return undefined;
     }
