@@ -1,0 +1,67 @@
+// A process using permits on a RedisLockStore through the real engine, for
+// js-tests/redis-permits-engine.test.mjs. One JSON object a line on stdout. Two modes:
+//
+//   node redis-permit-worker.mjs fleet <ioredis|node-redis> <port> <key> <limit> <weight> <loops> <each>
+//     Prints {"ready":true,"engine"}, starts when a line arrives on stdin, then runs
+//     `loops` loops at once, each `each` executions with { limit, weight }. Inside:
+//     INCRBY a shared counter by `weight` (the permits inside across the fleet: never
+//     above `limit`), a 5 ms pause, DECRBY. Prints {"kind","completed","max","tokens","errors"}.
+//
+//   node redis-permit-worker.mjs hold <ioredis|node-redis> <port> <key> <limit> <weight> <ttl ms>
+//     Takes `weight` of `limit` permits and prints {"holding":true,"token"}; holds them
+//     (renewing) until the process is killed.
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
+import { RedisLockStore } from 'leasehold/redis';
+import { readyThenGo } from './fleet.mjs';
+import { connectIoredis, connectNodeRedis } from './redis-clients.mjs';
+
+const [mode, kind, portText, key, limitText, weightText, ...rest] = process.argv.slice(2);
+const [limit, weight] = [Number(limitText), Number(weightText)];
+const say = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
+
+const client = kind === 'ioredis' ? await connectIoredis(Number(portText)) : await connectNodeRedis(Number(portText));
+const close = () => (kind === 'ioredis' ? client.disconnect() : client.destroy());
+const store = new RedisLockStore({ client, prefix: 'permits' });
+const incrBy = (name, n) => (kind === 'ioredis' ? client.incrby(name, n) : client.incrBy(name, n));
+
+if (mode === 'hold') {
+  const ttl = Number(rest[0]);
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl, wait: '10s', limit, weight }).build();
+  await pipeline.execute(async () => {
+    say({ holding: true, token: getLockToken() });
+    await new Promise(() => {}); // until killed
+  });
+} else if (mode === 'fleet') {
+  const [loops, each] = rest.map(Number);
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s', wait: '30s', limit, weight }).build();
+  const counter = `permits-inside:${key}`;
+  await readyThenGo({ engine });
+  let max = 0;
+  let completed = 0;
+  const tokens = [];
+  const errors = [];
+  const loop = async () => {
+    for (let i = 0; i < each; i++) {
+      try {
+        await pipeline.execute(async () => {
+          tokens.push(getLockToken());
+          const inside = Number(await incrBy(counter, weight));
+          if (inside > max) max = inside;
+          await sleep(5);
+          await incrBy(counter, -weight);
+        });
+        completed += 1;
+      } catch (error) {
+        errors.push(`${error?.name}: ${error?.message}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: loops }, loop));
+  await store.close();
+  close();
+  say({ kind, weight, completed, max, tokens, errors });
+} else {
+  throw new Error(`unknown mode ${mode}`);
+}
