@@ -1,6 +1,6 @@
 'use strict';
 /**
- * `inspect` and `list` of `RedisLockStore` (./index.cjs, whose top comment names the
+ * `inspect` and `list` of `RedisLockStore` (./index.cjs; names.cjs names the
  * Redis keys of a lock): reads only, never a write, never KEYS.
  *
  * - `inspect(key)` is one read-only script on the key's slot (INSPECT below): the

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * The Lua scripts of `RedisLockStore` (lib/stores/redis/index.cjs, whose top comment says what they
- * promise and which Redis names a key uses): one script per store operation, each run
+ * promise; names.cjs says which Redis names a key uses): one script per store operation, each run
  * with EVALSHA and, on NOSCRIPT, once more with EVAL. Every script touches only the
  * names of one key, all in one hash slot, so each runs on Redis Cluster.
  */
