@@ -165,10 +165,11 @@ if kind == 'none' then
   end
   held = limit
   redis.call('HSET', KEYS[1], '', ARGV[4])
-elseif kind == 'hash' then
-  held = tonumber(redis.call('HGET', KEYS[1], ''))
 else
-  return redis.error_reply('WRONGTYPE the lease of this lock key is a ' .. kind)
+  held = kind == 'hash' and tonumber(redis.call('HGET', KEYS[1], ''))
+  if not held then
+    return redis.error_reply('WRONGTYPE the lease name of this lock key holds a ' .. kind .. ' the store did not write')
+  end
 end
 local used, latest = p_holders(now_ms)
 local mine
@@ -236,9 +237,13 @@ return false
 /*
  * The permit branch of RENEW (scripts.cjs), for a lease that is a hash: the owner's live
  * permit lasts ttl from now (1), else 0. Carried tokens raise the floor as for a lease.
- * KEYS and ARGV as RENEW's; raise_floor is defined before it.
+ * KEYS and ARGV as RENEW's; raise_floor is defined before it. A hash without the limit
+ * field was not written by a store: `failed` (GET's WRONGTYPE) is the answer.
  */
-const PERMIT_RENEW = `local function permit_renew()
+const PERMIT_RENEW = `local function permit_renew(failed)
+  if not redis.call('HGET', KEYS[1], '') then
+    return failed
+  end
   if redis.replicate_commands then redis.replicate_commands() end
   if ARGV[3] then
     raise_floor(tonumber(ARGV[3]))
@@ -266,12 +271,15 @@ end
  * The permit branch of RELEASE (scripts.cjs), for a lease that is a hash: the owner's
  * permit is given back (1 when it was live, else 0) and announced on the lease's name +
  * ':released'; an owner holding none leaves the queue. Either way the queue's head is
- * handed what fits now. `check` as in p_hand_on.
+ * handed what fits now. `check` as in p_hand_on; `failed` as in PERMIT_RENEW.
  */
 const PERMIT_RELEASE = `${PERMIT_LUA}
-local function permit_release(check)
-  local now_ms, now_us = p_now()
+local function permit_release(failed, check)
   local limit = tonumber(redis.call('HGET', KEYS[1], ''))
+  if not limit then
+    return failed
+  end
+  local now_ms, now_us = p_now()
   local entry = redis.call('HGET', KEYS[1], ARGV[1])
   local released = 0
   if entry then
@@ -283,9 +291,7 @@ local function permit_release(check)
     redis.call('LREM', KEYS[3], 1, ARGV[1])
   end
   local used, latest = p_holders(now_ms)
-  if limit then
-    used, latest = p_hand_on(now_ms, now_us, limit, used, latest, check, nil, 0)
-  end
+  used, latest = p_hand_on(now_ms, now_us, limit, used, latest, check, nil, 0)
   p_keep(latest, now_ms)
   if entry then
     redis.call('PUBLISH', KEYS[1] .. ':released', 'released')

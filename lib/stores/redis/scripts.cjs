@@ -48,8 +48,9 @@ local asked = ARGV[3] == '1'
 local channel = ARGV[4] or ''
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'none' then
-  if kind == 'hash' then
-    return -tonumber(redis.call('HGET', KEYS[1], ''))
+  local limit = kind == 'hash' and redis.call('HGET', KEYS[1], '')
+  if limit then
+    return -tonumber(limit)
   end
   if not asked then
     return false
@@ -137,7 +138,7 @@ const RENEW = script(`${RAISE_FLOOR}
 ${PERMIT_RENEW}
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' then
-  return permit_renew()
+  return permit_renew(held)
 end
 if ARGV[3] then
   raise_floor(tonumber(ARGV[3]))
@@ -240,7 +241,7 @@ if ARGV[3] then
 end
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' then
-  return permit_release(string.match(ARGV[2], '^%d+ (%d) ') == '1')
+  return permit_release(held, string.match(ARGV[2], '^%d+ (%d) ') == '1')
 end
 if held ~= ARGV[1] then
   if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
