@@ -327,3 +327,32 @@ describe('standalone Redis', () => {
 describe('Redis Cluster, 3 masters', () => {
   suite('cluster', (kind) => kind.connectCluster(cluster.nodes), () => cluster.ports);
 });
+
+describe('minReplicas', () => {
+  let replica;
+  before(async () => {
+    replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(server.port)] });
+    await pollUntil('the replica in sync', async () => /master_link_status:up/.test(await call(replica.port, ['INFO', 'replication'])), BOUND);
+  });
+  after(() => replica?.stop());
+  for (const kind of CLIENTS) {
+    test(`${kind.name}: permits count once a replica holds them; without enough replicas the grant is undone`, async () => {
+      const client = await kind.connect(server.port);
+      try {
+        const key = uniqueKey('replicated');
+        const store = new RedisLockStore({ client, prefix: 'replicas', minReplicas: 1, replicaTimeout: 2000 });
+        const a = await store.acquire(key, 'a', TTL, permit(3, 2));
+        assert.ok(a.fencingToken > 0);
+        assert.equal(await store.renew(key, 'a', TTL), true);
+        const seen = await call(replica.port, ['HGET', `replicas:{${key}}`, 'a']);
+        assert.match(seen, / 2 \d+$/, 'the replica holds the permit');
+        assert.equal(await store.release(key, 'a'), true);
+        const strict = new RedisLockStore({ client, prefix: 'replicas', minReplicas: 2, replicaTimeout: 50 });
+        await assert.rejects(strict.acquire(key, 'b', TTL, permit(3, 1)), { code: 'REPLICAS_NOT_ACKNOWLEDGED' });
+        assert.equal(await store.isLocked(key), false, 'the unacknowledged permit was given back');
+      } finally {
+        kind.close(client);
+      }
+    });
+  }
+});

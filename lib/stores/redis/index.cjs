@@ -253,7 +253,7 @@ class RedisLockStore {
     const fencingToken = toToken(reply);
     if (this.#replicas !== undefined) {
       const undo = () => this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, true));
-      await this.#replicas.granted(this.#leaseKey(key), owner, fencingToken, key, undo);
+      await this.#replicas.granted(this.#leaseKey(key), owner, fencingToken, key, undo, asked.limit === undefined ? undefined : this.#keys(key)[1]);
     }
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#owners.forgetQueued(owner) !== undefined) this.#owners.rememberAnswered(owner, fencingToken, sentAt);
