@@ -331,8 +331,13 @@ describe('Redis Cluster, 3 masters', () => {
 describe('minReplicas', () => {
   let replica;
   before(async () => {
+    // Redis 7 waits 5 s before a diskless full sync, for more replicas to join.
+    await call(server.port, ['CONFIG', 'SET', 'repl-diskless-sync-delay', '0']);
     replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(server.port)] });
-    await pollUntil('the replica in sync', async () => /master_link_status:up/.test(await call(replica.port, ['INFO', 'replication'])), BOUND);
+    await pollUntil('the replica in sync', async () => /master_link_status:up/.test(await call(replica.port, ['INFO', 'replication'])), {
+      timeoutMs: 20_000,
+      intervalMs: 20,
+    });
   });
   after(() => replica?.stop());
   for (const kind of CLIENTS) {
