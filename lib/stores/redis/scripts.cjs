@@ -135,9 +135,9 @@ end
  * a key held with permits: the owner's permit is renewed (permit-scripts.cjs).
  */
 const RENEW = script(`${RAISE_FLOOR}
-${PERMIT_RENEW}
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' then
+  ${PERMIT_RENEW}
   return permit_renew(held)
 end
 if ARGV[3] then
@@ -235,12 +235,13 @@ end
  */
 const RELEASE = script(`if redis.replicate_commands then redis.replicate_commands() end
 ${RAISE_FLOOR}
-${PERMIT_RELEASE}
 if ARGV[3] then
   raise_floor(tonumber(ARGV[3]))
 end
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' then
+  -- The permit functions are made only here: a plain lease's release pays nothing for them.
+  ${PERMIT_RELEASE}
   return permit_release(held, string.match(ARGV[2], '^%d+ (%d) ') == '1')
 end
 if held ~= ARGV[1] then
