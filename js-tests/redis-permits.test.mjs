@@ -161,6 +161,29 @@ function cases(open, ports) {
     await store.release(key, held[2]);
   });
 
+  test('a head that gives up (a release, or a last try that does not queue) lets the owners behind it in', async () => {
+    const key = uniqueKey('give-up');
+    const prefix = uniqueKey('p');
+    const store = await open(prefix);
+    const { store: waiting, grants, grantFor } = await waitingStore(key, prefix);
+    const holder = owner('holder');
+    await store.acquire(key, holder, TTL, permit(4, 2));
+    const [head, second, behind] = [owner('head'), owner('second'), owner('behind')];
+    assert.equal(await waiting.acquire(key, head, TTL, permit(4, 3, true)), undefined);
+    assert.equal(await waiting.acquire(key, second, TTL, permit(4, 4, true)), undefined);
+    assert.equal(await waiting.acquire(key, behind, TTL, permit(4, 1, true)), undefined);
+    assert.equal(await waiting.release(key, head), false, 'a waiter holds nothing to release');
+    await sleep(20);
+    assert.deepEqual(grants, [], 'the next head (4 of 4) does not fit beside 2 either');
+    // The last try at a waiter's deadline does not queue: its owner leaves the queue.
+    assert.equal(await waiting.acquire(key, second, TTL, permit(4, 4)), undefined);
+    const g = await grantFor(behind);
+    assert.ok(g.fencingToken > 0);
+    assert.deepEqual((await store.inspect(key)).waiters, [], 'nobody left in the queue');
+    await store.release(key, holder);
+    await waiting.release(key, behind);
+  });
+
   test('a grant nobody claims passes on to the next waiter', async () => {
     const key = uniqueKey('unclaimed');
     const prefix = uniqueKey('p');
