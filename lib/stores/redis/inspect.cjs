@@ -6,7 +6,9 @@
  * - `inspect(key)` is one read-only script on the key's slot (INSPECT below): the
  *   lease's owner and PTTL, the key's last fencing token (the holder's: a lease and its
  *   token are written together), and the queued owners whose entries are still valid,
- *   in queue order, with the time each was first queued (the server's clock).
+ *   in queue order, with the time each was first queued (the server's clock). On a key
+ *   held with permits (permit-scripts.cjs): each live holder with its own token, ttl and
+ *   weight (and mode), oldest grant first, and the key's `limit`.
  * - `list({ prefix, limit })` walks the keyspace with SCAN MATCH (COUNT 1000 per call)
  *   on a standalone server, or on each master of a Cluster in turn, and yields the
  *   lock keys whose lease exists. It holds one SCAN reply at a time: memory stays
