@@ -1,7 +1,8 @@
 // Permits on RedisLockStore through the engine, across processes, on a real Redis
 // server: pipelines with `limit` in several processes (ioredis and node-redis, weights 1
-// and 2) never have more than the limit inside, and a holder SIGKILLed frees its permits
-// for the next waiter, whose token then refuses the dead holder's late fenced write.
+// and 2) never have more than the limit inside, and a holder SIGKILLed (or paused past
+// its ttl) frees its permits for the next waiter, whose token then refuses the old
+// holder's late fenced write.
 // Run: node --test js-tests/redis-permits-engine.test.mjs (LEASEHOLD_ENGINE=wasm too).
 
 import assert from 'node:assert/strict';
@@ -15,18 +16,11 @@ import { noUnhandledRejections, pollUntil, within } from './support/async.mjs';
 import { startFleetWorker, FLEET_READY_MS, FLEET_DONE_MS } from './support/fleet.mjs';
 import { onLines } from './support/lines.mjs';
 import { closeIoredis, closeNodeRedis, connectIoredis, connectNodeRedis } from './support/redis-clients.mjs';
+import { fencedWrite } from './support/redis-fence.mjs';
 
 noUnhandledRejections(before, after);
 
 const WORKER = fileURLToPath(new URL('./support/redis-permit-worker.mjs', import.meta.url));
-
-// A fenced resource: a write is taken only with a token above the last one taken.
-const FENCED_WRITE = `local last = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tonumber(ARGV[1]) > last then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return 1
-end
-return 0`;
 
 let server;
 const children = [];
@@ -74,7 +68,7 @@ describe('pipelines with limit across processes', () => {
 /** Starts a holder process; resolves its token once it holds. */
 async function startHolder(kind, key, limit, weight, ttl) {
   const child = spawn(process.execPath, [WORKER, 'hold', kind, String(server.port), key, String(limit), String(weight), String(ttl)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
     env: process.env,
   });
   children.push(child);
@@ -82,15 +76,17 @@ async function startHolder(kind, key, limit, weight, ttl) {
   child.stderr.on('data', (chunk) => {
     stderr += chunk;
   });
+  const writes = [];
   const holding = new Promise((resolve, reject) => {
     onLines(child.stdout, (line) => {
       const message = JSON.parse(line);
       if (message.holding) resolve(message.token);
+      else writes.push(message);
     });
     child.on('exit', (code, signal) => reject(new Error(`the holder exited (${code ?? signal}) before holding:\n${stderr}`)));
   });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal)));
-  return { child, exited, token: await within(FLEET_READY_MS, 'the holder holds its permits', holding) };
+  return { child, exited, writes, token: await within(FLEET_READY_MS, 'the holder holds its permits', holding) };
 }
 
 describe('a holder SIGKILLed', () => {
@@ -107,10 +103,7 @@ describe('a holder SIGKILLed', () => {
       const client = await connect(server.port);
       const store = new RedisLockStore({ client, prefix: 'permits' });
       try {
-        const write = (token) =>
-          waiterKind === 'ioredis'
-            ? client.eval(FENCED_WRITE, 1, resource, String(token))
-            : client.eval(FENCED_WRITE, { keys: [resource], arguments: [String(token)] });
+        const write = (token) => fencedWrite(client, resource, token);
         const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: 5000, wait: 10_000, limit: 2, weight: 1 }).build();
         const running = pipeline.execute(async () => {
           const token = getLockToken();
@@ -129,7 +122,7 @@ describe('a holder SIGKILLed', () => {
         const { token, written } = await within(10_000, 'the waiter ran after the holder was killed', running);
         assert.ok(token > holder.token, `the waiter's token ${token} is above the killed holder's ${holder.token}`);
         assert.equal(written, 1, "the waiter's fenced write is taken");
-        assert.equal(Number(await write(holder.token)), 0, "the killed holder's late write is refused by the fence");
+        assert.equal(await write(holder.token), 0, "the killed holder's late write is refused by the fence");
         // Only a bound that catches a hang: the permits came back with the lease's lapse.
         assert.ok(performance.now() - killedAt < 8000);
         assert.equal(await store.isLocked(key), false, 'the waiter released its permit');
@@ -138,5 +131,31 @@ describe('a holder SIGKILLed', () => {
         (waiterKind === 'ioredis' ? closeIoredis : closeNodeRedis)(client);
       }
     });
+  }
+});
+
+test('a holder paused past its ttl: the waiter gets its permits, and its write after it resumes is refused', async () => {
+  const key = 'paused';
+  const resource = `fenced:${key}`;
+  const holder = await startHolder('ioredis', key, 3, 3, 600);
+  const client = await connectNodeRedis(server.port);
+  const store = new RedisLockStore({ client, prefix: 'permits' });
+  try {
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: 5000, wait: 10_000, limit: 3, weight: 2 }).build();
+    holder.child.kill('SIGSTOP');
+    const { token, written } = await within(10_000, 'the waiter ran while the holder was paused', pipeline.execute(async () => {
+      const token = getLockToken();
+      return { token, written: await fencedWrite(client, resource, token) };
+    }));
+    assert.ok(token > holder.token);
+    assert.equal(written, 1);
+    holder.child.kill('SIGCONT');
+    holder.child.stdin.write(`write ${resource}\n`);
+    const late = await pollUntil("the resumed holder's write", () => holder.writes[0], { timeoutMs: 10_000, intervalMs: 10 });
+    assert.equal(late.written, 0, "the fence refuses the resumed holder's write: its token is below the waiter's");
+  } finally {
+    holder.child.kill('SIGKILL');
+    await store.close();
+    closeNodeRedis(client);
   }
 });

@@ -9,13 +9,17 @@
 //
 //   node redis-permit-worker.mjs hold <ioredis|node-redis> <port> <key> <limit> <weight> <ttl ms>
 //     Takes `weight` of `limit` permits and prints {"holding":true,"token"}; holds them
-//     (renewing) until the process is killed.
+//     (renewing) until the process is killed. For each line "write <resource>" on stdin
+//     it writes to that fenced resource with its token, its signal ignored on purpose
+//     (a holder that does not check it in time), and prints {"written":1|0,"aborted"}.
 
+import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ResiliencePipelineBuilder, getLockToken, engine } from 'leasehold';
 import { RedisLockStore } from 'leasehold/redis';
 import { readyThenGo } from './fleet.mjs';
 import { connectIoredis, connectNodeRedis } from './redis-clients.mjs';
+import { fencedWrite } from './redis-fence.mjs';
 
 const [mode, kind, portText, key, limitText, weightText, ...rest] = process.argv.slice(2);
 const [limit, weight] = [Number(limitText), Number(weightText)];
@@ -29,8 +33,13 @@ const incrBy = (name, n) => (kind === 'ioredis' ? client.incrby(name, n) : clien
 if (mode === 'hold') {
   const ttl = Number(rest[0]);
   const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl, wait: '10s', limit, weight }).build();
-  await pipeline.execute(async () => {
-    say({ holding: true, token: getLockToken() });
+  await pipeline.execute(async ({ signal }) => {
+    const token = getLockToken();
+    say({ holding: true, token });
+    for await (const line of createInterface({ input: process.stdin })) {
+      const [verb, resource] = line.split(' ');
+      if (verb === 'write') say({ written: await fencedWrite(client, resource, token), aborted: signal.aborted });
+    }
     await new Promise(() => {}); // until killed
   });
 } else if (mode === 'fleet') {
