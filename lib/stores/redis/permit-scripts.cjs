@@ -269,9 +269,9 @@ end
 
 /*
  * The permit branch of RELEASE (scripts.cjs), for a lease that is a hash: the owner's
- * permit is given back (1 when it was live, else 0) and announced on the lease's name +
- * ':released'; an owner holding none leaves the queue. Either way the queue's head is
- * handed what fits now. `check` as in p_hand_on; `failed` as in PERMIT_RENEW.
+ * permit is given back (1 when it was live, else 0) and, when nobody is left queued,
+ * announced on the lease's name + ':released'; an owner holding none leaves the queue.
+ * Either way the queue's head is handed what fits now. `check` as in p_hand_on; `failed` as in PERMIT_RENEW.
  */
 const PERMIT_RELEASE = `${PERMIT_LUA}
 local function permit_release(failed, check)
@@ -293,7 +293,9 @@ local function permit_release(failed, check)
   local used, latest = p_holders(now_ms)
   used, latest = p_hand_on(now_ms, now_us, limit, used, latest, check, nil, 0)
   p_keep(latest, now_ms)
-  if entry then
+  -- Queued owners were handed what fits; only waiters not queued need telling, and only
+  -- when nobody queued is left ahead of them.
+  if entry and redis.call('EXISTS', KEYS[3]) == 0 then
     redis.call('PUBLISH', KEYS[1] .. ':released', 'released')
   end
   return released
