@@ -64,7 +64,7 @@ const cases = [
     },
   },
   {
-    name: 'through the engine: readers run together, a writer alone, and a later reader waits for the writer',
+    name: 'through the engine: readers run together, a writer alone, under a token above theirs',
     needs: 'modes',
     async run(ctx) {
       const { getLockToken } = ctx.api;
@@ -94,6 +94,7 @@ const cases = [
         writing = false;
       });
       const later = read('the later reader');
+      for (const execution of [writer, later]) execution.catch(() => {}); // read below
       await ctx.pause(20);
       letGo.open();
       const outcome = await settle(ctx, Promise.all([...first, writer, later]), 'two readers, a writer and a later reader');
@@ -102,10 +103,15 @@ const cases = [
       const names = seen.map((s) => s.name);
       const w = names.indexOf('the writer');
       expect(seen[w].readers === 0, `the writer ran while ${seen[w].readers} reader(s) were inside: a writer runs alone`);
+      expect(!seen[names.indexOf('the later reader')].writing, 'a reader ran while the writer was inside: a writer runs alone');
+      // A store that grants on release queues the writer: no later try is granted ahead of
+      // it. A polling store's tries are not ordered by the store.
+      if (ctx.caps.grants) {
+        expect(names.indexOf('the later reader') > w, 'a reader that came after the waiting writer ran before it: a queued writer is not overtaken (FIFO)');
+      }
       const late = seen[names.indexOf('the later reader')];
-      expect(!late.writing, 'a reader ran while the writer was inside: a writer runs alone');
-      expect(names.indexOf('the later reader') > w, 'a reader that came after the waiting writer ran before it: a waiting writer is not overtaken (FIFO)');
-      expect(seen[w].token > Math.max(seen[0].token, seen[1].token) && late.token > seen[w].token, `readers, the writer and the later reader ran under tokens ${seen.map((s) => s.token).join(', ')}: each grant's token is above every earlier one`);
+      expect(late.token > Math.max(seen[0].token, seen[1].token), `the later reader's token ${late.token} is not above the first readers' (${seen[0].token}, ${seen[1].token})`);
+      expect(seen[w].token > Math.max(seen[0].token, seen[1].token), `the readers and the writer ran under tokens ${seen.map((s) => s.token).join(', ')}: the writer's token is above every reader's before it`);
     },
   },
 ];
