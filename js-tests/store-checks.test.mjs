@@ -1,6 +1,7 @@
 // The stores' argument checks are written twice: lib/stores/shared/checks.cjs and
-// permits.cjs for the CommonJS stores, lib/stores/shared/store-support.mjs for the ES ones (tabs, Durable
-// Objects), which load where `require` does not exist. This holds the two to one rule:
+// permits.cjs for the CommonJS stores, lib/stores/shared/store-support.mjs for the ES
+// ones (tabs, Durable Objects), which load where `require` does not exist. This holds the
+// two to one rule:
 // the same inputs are refused with the same error class and message, and accepted alike.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
