@@ -11,8 +11,9 @@ const permit = (limit, weight) => ({ queue: false, limit, weight });
 const READER = permit(SHARED_LIMIT, 1);
 const WRITER = permit(SHARED_LIMIT, SHARED_LIMIT);
 
-/** A try's answer as a message shows it. */
+/** A try's answer as a message shows it: from its token, or from checkedStore's `answer`. */
 const said = (token) => (token === undefined ? 'undefined' : `{ fencingToken: ${token} }`);
+const shown = (answer) => (answer.limit !== undefined ? `{ limit: ${answer.limit} }` : said(answer.token));
 
 /** Takes `weight` of `limit` on `key` for a new owner, which must be granted: its owner and token. */
 async function take(ctx, key, limit, weight, what, ttl = ctx.ttl) {
@@ -97,12 +98,12 @@ const cases = [
       const reader = owner('reader');
       await store.acquire(shared, reader, ttl, READER);
       const plain = await store.answer(shared, owner('plain'), ttl);
-      expect(plain.limit === SHARED_LIMIT, () => `a plain try on a key held by a reader answered ${show(plain.token === undefined ? plain.limit && { limit: plain.limit } : { fencingToken: plain.token })}: it must answer { limit: ${SHARED_LIMIT} } (the key's limit; a plain lease is limit 1)`);
+      expect(plain.limit === SHARED_LIMIT, () => `a plain try on a key held by a reader answered ${shown(plain)}: it must answer { limit: ${SHARED_LIMIT} } (the key's limit; a plain lease is limit 1)`);
       const plainKey = key('plain');
       const holder = owner('holder');
       await store.acquire(plainKey, holder, ttl);
       const read = await store.answer(plainKey, owner('reader'), ttl, READER);
-      expect(read.limit === 1, () => `a reader's try on a plainly held key answered ${read.token !== undefined ? said(read.token) : read.limit ? `{ limit: ${read.limit} }` : 'undefined'}: it must answer { limit: 1 }`);
+      expect(read.limit === 1, () => `a reader's try on a plainly held key answered ${shown(read)}: it must answer { limit: 1 } (the key's limit)`);
       await store.release(shared, reader);
       await store.release(plainKey, holder);
     },
@@ -112,14 +113,13 @@ const cases = [
     needs: 'permits',
     async run(ctx) {
       const { store, key, owner, ttl } = ctx;
-      const shown = (a) => (a.token !== undefined ? `{ fencingToken: ${a.token} }` : a.limit !== undefined ? `{ limit: ${a.limit} }` : 'undefined');
-      const cases = [
+      const tries = [
         [3, undefined, 'a plain try on a key held with limit 3'],
         [3, 4, 'a try with limit 4 on a key held with limit 3'],
         [4, 3, 'a try with limit 3 on a key held with limit 4'],
         [undefined, 3, 'a try with limit 3 on a plainly held key'],
       ];
-      for (const [held, asked, what] of cases) {
+      for (const [held, asked, what] of tries) {
         const k = key();
         const holder = owner('holder');
         const token = await store.acquire(k, holder, ttl, held === undefined ? undefined : permit(held, 1));
