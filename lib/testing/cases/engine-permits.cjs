@@ -2,7 +2,7 @@
 // Permits under the engine, through pipelines: executions with `limit` run together up
 // to the limit (weights summed) and never past it, a plain lock on such a key fails with
 // LockLimitMismatchError, readers run together and a writer alone, first come first.
-const { expect } = require('../checked-store.cjs');
+const { expect, SHARED_LIMIT } = require('../checked-store.cjs');
 const { settle, builder } = require('./engine.cjs');
 
 /** A promise and the function that resolves it. */
@@ -93,6 +93,15 @@ const cases = [
         await ctx.pause(5);
         writing = false;
       });
+      if (ctx.caps.grants) {
+        // The writer's try queues it (it will wait): a reader's try is refused from then on.
+        await ctx.eventually("a reader's try was still granted while the writer waited: a waiting writer's try (queue: true) queues it, and nobody overtakes it", async () => {
+          const probe = ctx.owner('probe');
+          const token = await ctx.store.acquire(key, probe, ctx.ttl, { queue: false, limit: SHARED_LIMIT, weight: 1 });
+          if (token !== undefined) await ctx.store.release(key, probe);
+          return token === undefined;
+        }, bound);
+      }
       const later = read('the later reader');
       for (const execution of [writer, later]) execution.catch(() => {}); // read below
       await ctx.pause(20);
