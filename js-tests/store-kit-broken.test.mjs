@@ -1,7 +1,8 @@
 // The store kit against stores that break the contract, one way each: the kit's cases
 // are registered with injected test functions and run here, and each broken store must
 // fail the case for what it broke, with a message that says so, and pass the others.
-// A correct store (and the granting store of support/stores.mjs) passes every case.
+// A correct store (and the granting store of support/stores.mjs, and the permit store of
+// support/kit-permit-stores.mjs) passes every case.
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { describe, test } from 'node:test';
