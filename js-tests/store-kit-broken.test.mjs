@@ -80,7 +80,7 @@ test('a store that keeps permits and grants on release passes every case; one de
   const results = await runKit((clock) => permitStore(clock));
   assert.deepEqual(failures(results), {});
   const permitCases = [...results.keys()].filter((name) => /^(permits|mode|through the engine: (executions with|readers))/.test(name));
-  assert.equal(permitCases.length, 12);
+  assert.equal(permitCases.length, 13);
   assert.deepEqual(permitCases.filter((name) => results.get(name) !== 'passed'), []);
   const modes = await runKit((clock) => permitStore(clock), { capabilities: { permits: 'modes' } });
   assert.deepEqual(failures(modes), {});

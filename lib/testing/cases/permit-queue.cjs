@@ -68,6 +68,34 @@ async function headFirst(ctx, { limit, held, head: headWeight, weight, what }) {
   });
 }
 
+/**
+ * A heavy owner queued at the head gives up (released without holding, as the engine
+ * does for a waiter that stops): once the holders are gone, the owner behind it is
+ * handed its permits. A store may keep the quitter queued until its grant, unclaimed,
+ * is released; it must not hold the queue back for ever.
+ */
+async function quitterAtHead(ctx) {
+  await withListener(ctx, async (rec, key) => {
+    const { store, owner, ttl } = ctx;
+    const warm = await grantThroughListener(ctx, rec, key);
+    await store.release(key, warm.waiter);
+    const holders = [owner('held'), owner('held')];
+    for (const o of holders) expect((await store.acquire(key, o, ttl, permit(3, 1))) !== undefined, 'a try for 1 of 3 permits that fit was refused');
+    const quitter = owner('quitter');
+    const behind = owner('behind');
+    expect((await store.acquire(key, quitter, ttl, queued(3, 3))) === undefined, 'a try for 3 of 3 permits was granted while 2 were held');
+    expect((await store.acquire(key, behind, ttl, queued(3, 1))) === undefined, 'a later try for 1 permit was granted while a try for 3 was queued ahead of it: nobody overtakes the head of the queue (FIFO)');
+    await store.release(key, quitter);
+    rec.claims = (grant) => grant.owner !== quitter;
+    for (const o of holders) await rec.release(key, o);
+    await ctx.eventually(
+      "the owner queued behind one that gave up was never handed its permits after the holders left: a queued owner's release takes it out of the queue (or its unclaimed grant is released)",
+      async () => rec.grantsTo(behind).length > 0 || (await store.acquire(key, behind, ttl, queued(3, 1))) !== undefined,
+    );
+    await store.release(key, behind);
+  });
+}
+
 const cases = [
   {
     name: 'permits: a heavy try at the head of the queue is not overtaken by lighter ones; grants follow queue order',
@@ -78,6 +106,11 @@ const cases = [
     name: 'mode: a writer at the head of the queue is not overtaken by later readers',
     needs: ['modes', 'grants'],
     run: (ctx) => headFirst(ctx, { limit: SHARED_LIMIT, held: [1, 1], head: SHARED_LIMIT, weight: 1, what: 'a writer' }),
+  },
+  {
+    name: 'permits: an owner that gives up at the head of the queue does not hold back those behind it',
+    needs: ['permits', 'grants'],
+    run: quitterAtHead,
   },
 ];
 
