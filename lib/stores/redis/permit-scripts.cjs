@@ -182,6 +182,7 @@ else
     return -held
   end
   -- Nobody holds or waits: the key takes the new limit.
+  held = limit
   redis.call('HSET', KEYS[1], '', ARGV[4])
 end
 if mine then
@@ -191,6 +192,7 @@ end
 local entry = redis.call('HGET', KEYS[1], owner)
 if entry then
   if not asked then
+    p_keep(latest, now_ms)
     return false
   end
   local rest = string.match(entry, '^%d+ (.*)$')
