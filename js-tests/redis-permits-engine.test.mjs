@@ -1,6 +1,7 @@
 // Permits on RedisLockStore through the engine, across processes, on a real Redis
 // server: pipelines with `limit` in several processes (ioredis and node-redis, weights 1
-// and 2) never have more than the limit inside, and a holder SIGKILLed (or paused past
+// and 2) never have more than the limit inside, readers and writers (`mode`) in several
+// processes never meet a writer inside, and a holder SIGKILLed (or paused past
 // its ttl) frees its permits for the next waiter, whose token then refuses the old
 // holder's late fenced write.
 // Run: node --test js-tests/redis-permits-engine.test.mjs (LEASEHOLD_ENGINE=wasm too).
@@ -58,10 +59,36 @@ describe('pipelines with limit across processes', () => {
     const most = Math.max(...results.map((r) => r.max));
     assert.ok(most <= 3, `at most 3 permits inside at once across the fleet, saw ${most}`);
     assert.ok(most >= 2, `permits are held together (at most ${most} inside at once)`);
+    for (const r of results) assert.equal(r.violations, 0, `${r.kind} (weight ${r.weight}) never found more than 3 inside`);
     assert.equal(await call(server.port, ['GET', `permits-inside:${key}`]), '0');
     const tokens = results.flatMap((r) => r.tokens);
     assert.equal(new Set(tokens).size, tokens.length, 'every grant has a token of its own');
     t.diagnostic(`most permits inside at once: ${most}`);
+  });
+
+  test('readers in 2 processes and writers in a third: readers together, a writer alone', async () => {
+    const key = 'fleet-modes';
+    const plan = [
+      ['ioredis', 'shared'],
+      ['node-redis', 'shared'],
+      ['ioredis', 'exclusive'],
+    ];
+    const workers = plan.map(([kind, mode]) => {
+      const w = startFleetWorker(WORKER, ['fleet', kind, String(server.port), key, mode, '1', '3', '6'], `${kind} ${mode}`);
+      children.push(w.child);
+      return w;
+    });
+    await within(FLEET_READY_MS, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+    for (const w of workers) w.go();
+    const results = await within(FLEET_DONE_MS, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+    for (const r of results) {
+      assert.deepEqual(r.errors, [], `${r.kind} ${r.weight}: no execution failed`);
+      assert.equal(r.completed, 18, `${r.kind} ${r.weight}: every execution ran`);
+      assert.equal(r.violations, 0, `${r.kind} ${r.weight}: ${r.weight === 'shared' ? 'no writer inside beside a reader' : 'a writer alone'}`);
+    }
+    assert.equal(await call(server.port, ['GET', `permits-inside:${key}`]), '0');
+    const tokens = results.flatMap((r) => r.tokens);
+    assert.equal(new Set(tokens).size, tokens.length, 'every grant has a token of its own');
   });
 });
 

@@ -5,7 +5,10 @@
 //     Prints {"ready":true,"engine"}, starts when a line arrives on stdin, then runs
 //     `loops` loops at once, each `each` executions with { limit, weight }. Inside:
 //     INCRBY a shared counter by `weight` (the permits inside across the fleet: never
-//     above `limit`), a 5 ms pause, DECRBY. Prints {"kind","completed","max","tokens","errors"}.
+//     above `limit`), a 5 ms pause, DECRBY. Prints {"kind","completed","max","violations",
+//     "tokens","errors"}. With <limit> 'shared' or 'exclusive' (and any <weight>) the lock
+//     has that mode instead, a reader counting 1 and a writer 1000: a writer must find
+//     1000 exactly (alone), a reader less than 1000 (no writer inside).
 //
 //   node redis-permit-worker.mjs hold <ioredis|node-redis> <port> <key> <limit> <weight> <ttl ms>
 //     Takes `weight` of `limit` permits and prints {"holding":true,"token"}; holds them
@@ -44,8 +47,13 @@ if (mode === 'hold') {
   });
 } else if (mode === 'fleet') {
   const [loops, each] = rest.map(Number);
-  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s', wait: '30s', limit, weight }).build();
+  const mode = limitText === 'shared' || limitText === 'exclusive' ? limitText : undefined;
+  const permits = mode === undefined ? { limit, weight } : { mode };
+  const units = mode === undefined ? weight : mode === 'shared' ? 1 : 1000;
+  const broken = (inside) => (mode === undefined ? inside > limit : mode === 'shared' ? inside >= 1000 : inside !== 1000);
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, ttl: '5s', wait: '30s', ...permits }).build();
   const counter = `permits-inside:${key}`;
+  let violations = 0;
   await readyThenGo({ engine });
   let max = 0;
   let completed = 0;
@@ -56,10 +64,11 @@ if (mode === 'hold') {
       try {
         await pipeline.execute(async () => {
           tokens.push(getLockToken());
-          const inside = Number(await incrBy(counter, weight));
+          const inside = Number(await incrBy(counter, units));
           if (inside > max) max = inside;
+          if (broken(inside)) violations += 1;
           await sleep(5);
-          await incrBy(counter, -weight);
+          await incrBy(counter, -units);
         });
         completed += 1;
       } catch (error) {
@@ -70,7 +79,7 @@ if (mode === 'hold') {
   await Promise.all(Array.from({ length: loops }, loop));
   await store.close();
   close();
-  say({ kind, weight, completed, max, tokens, errors });
+  say({ kind, weight: mode ?? weight, completed, max, violations, tokens, errors });
 } else {
   throw new Error(`unknown mode ${mode}`);
 }
