@@ -8,10 +8,17 @@
  * nobody in the store waits for any more leave the queue LINGER_MS later.
  *
  * An entry: { key, owner, ttlMs, lease, name, prefix, end, rev (its key's create
- * revision: the token), state, stopWatch, timer, checkedAt, createdAt }.
+ * revision: the token), state, stopWatch, timer, checkedAt, createdAt }, and for a
+ * permit { limit, weight, start, stop } (start and stop: the range of its limit's keys).
+ *
+ * A permit waiter (permit-keys.cjs says who holds) watches one thing: the first in line
+ * (the key before it holds) watches deletions in its limit's range, any of which may let
+ * it in; one behind another waiter watches that waiter's key, which is deleted or, when
+ * let in, put again unchanged (`touch`). One watcher is woken per event, never a crowd.
  */
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange } = require('./requests.cjs');
+const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange, allRange } = require('./requests.cjs');
+const { standing } = require('./permit-keys.cjs');
 
 function noop() {}
 
@@ -149,6 +156,7 @@ class EtcdQueue {
   /** Reads who is ahead of `e` now: nobody (the lock is its), or a key to watch. */
   async recheck(e) {
     if (e.state !== WAITING) return;
+    if (e.limit !== undefined) return this.#recheckPermits(e);
     e.checkedAt = performance.now();
     try {
       const reply = await this.#kv.txn({
@@ -180,6 +188,47 @@ class EtcdQueue {
       // Nobody awaits a recheck: a failure (etcd down, an odd answer) is tried again later.
       this.recheckLater(e);
     }
+  }
+
+  /** A permit waiter: `at` is where its key stood in a read at `revision` (see the top). */
+  waitForPermits(e, at, revision) {
+    e.stopWatch();
+    const again = () => this.recheck(e);
+    const lost = () => this.recheckLater(e);
+    e.stopWatch = at.predFits
+      ? this.#watches.watch(e.start, revision + 1, again, lost, { rangeEnd: e.stop })
+      : this.#watches.watch(at.pred, revision + 1, again, lost, { puts: true });
+  }
+
+  /** Reads a permit waiter's queue: it holds now, or waits on what `waitForPermits` picks. */
+  async #recheckPermits(e) {
+    e.checkedAt = performance.now();
+    try {
+      const reply = await this.#kv.range(allRange(e.start, e.stop).request_range);
+      if (e.state !== WAITING) return;
+      const at = standing(reply.kvs, e.prefix, e.name, e.limit);
+      if (at === undefined) return void this.forget(e); // its key lapsed with its lease
+      if (!at.fits) return void this.waitForPermits(e, at, revisionOf(reply, 'a read of the queue'));
+      this.granted(e);
+      if (at.after && e.state === HELD) this.touch(e);
+    } catch {
+      this.recheckLater(e);
+    }
+  }
+
+  /**
+   * Puts `e`'s key again as it is (value, lease; its create revision stays): the waiter
+   * behind it, which read it waiting, watches it and reads its queue again.
+   */
+  touch(e) {
+    const value = Buffer.from(e.owner);
+    this.#kv
+      .txn({
+        compare: [{ key: e.name, target: VALUE, result: EQUAL, value }],
+        success: [{ request_put: { key: e.name, value, lease: e.lease.id } }],
+        failure: [],
+      })
+      .catch(noop); // the waiter behind reads again when its engine asks (RECHECK_MS)
   }
 
   recheckLater(e) {
