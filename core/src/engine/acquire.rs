@@ -51,9 +51,18 @@ impl Engine {
                     }
                     TryResult::Held { until: None }
                 } else {
-                    match at_mut(&mut self.memory, id).try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                    let (limit, weight) = (l.spec.limit, l.spec.weight);
+                    match at_mut(&mut self.memory, id).try_acquire_permits(
+                        &l.spec.key,
+                        &l.owner,
+                        ttl,
+                        limit,
+                        weight,
+                        now,
+                    ) {
                         TryAcquire::Acquired(token) => TryResult::Granted(token),
                         TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                        TryAcquire::Mismatch { limit } => TryResult::Mismatch { limit },
                     }
                 };
                 self.on_try(exec, layer, now, result);
@@ -135,7 +144,8 @@ impl Engine {
                     grant: None,
                     linger_until: None,
                 });
-                if self.turn_of(store).is_some() {
+                // Permits are not handed over locally: each holder has its own lease.
+                if self.turn_of(store).is_some() && !layer_at(&self.execs, exec, layer).spec.has_permits() {
                     self.note_grant(exec, layer, token, sent_at);
                 }
                 self.arm_held(exec, layer);
@@ -170,6 +180,11 @@ impl Engine {
                 };
                 a.next_try = Some(deadline.map_or(next, |d| next.min(d))).filter(|&t| t != Millis::MAX);
                 self.arm_acquiring(exec, layer);
+            }
+            TryResult::Mismatch { limit: held_with } => {
+                let key = key_of(self);
+                let limit = layer_at(&self.execs, exec, layer).spec.limit;
+                self.wind_down(exec, Outcome::Error(LockError::LimitMismatch { key, limit, held_with }));
             }
             TryResult::Failed(failure) => {
                 // A store that threw or answered badly may have taken the lease all the
