@@ -1,27 +1,40 @@
 // Permits on EtcdLockStore against a real single-member etcd (support/etcd.mjs), through
 // the store's own calls: limits with weights summed, shared readers and a lone writer,
 // FIFO behind a heavy head, limits that disagree, per-owner renew/release/lapse, rising
-// tokens, who wakes on a release (no crowd), inspect, and options refused. Every wait is
-// bounded. Run: node --test js-tests/etcd-permits.test.mjs (LEASEHOLD_ENGINE=wasm too).
+// tokens, who wakes on a release (no crowd), inspect, and options refused; then through
+// the engine in child processes (support/etcd-permits-worker.mjs): a limit never
+// exceeded, and a SIGKILLed holder's permits handed on. Every wait is bounded. Run: node --test js-tests/etcd-permits.test.mjs (LEASEHOLD_ENGINE=wasm too).
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Etcd3 } from 'etcd3';
+import { acquireLock } from 'leasehold';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
-import { within } from './support/async.mjs';
+import { within, pollUntil } from './support/async.mjs';
+import { FLEET_DONE_MS, FLEET_READY_MS, startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
 
 const unhandled = [];
 process.on('unhandledRejection', (reason) => unhandled.push(reason));
 
+const WORKER = fileURLToPath(new URL('./support/etcd-permits-worker.mjs', import.meta.url));
 const SHARED_LIMIT = 2147483647;
 const TTL = 5_000;
 
 let etcd;
 const clients = [];
 const stores = [];
+const workers = [];
+
+/** A child process (support/etcd-permits-worker.mjs), killed at the end if still running. */
+function startWorker(args, name) {
+  const worker = startFleetWorker(WORKER, [etcd.endpoints.join(','), ...args], name);
+  workers.push(worker);
+  return worker;
+}
 
 function newStore(wrap = (client) => client) {
   const client = new Etcd3({ hosts: etcd.endpoints });
@@ -69,6 +82,7 @@ before(async () => {
 });
 
 after(async () => {
+  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   await Promise.allSettled(stores.map((s) => s.close()));
   for (const c of clients) c.close();
   await etcd?.stop();
@@ -336,4 +350,75 @@ async function collect(iterable) {
   const out = [];
   for await (const x of iterable) out.push(x);
   return out;
+}
+
+describe('the engine, across processes', () => {
+  test('pipelines with a limit in three processes: never more than the limit inside, weights summed', async () => {
+    const key = uniqueKey('fleet');
+    // Weights 1, 1 and 2 of 3, two executions at a time in each process.
+    const workers = [1, 1, 2].map((weight, i) =>
+      startWorker(['run', key, '3', String(weight), '2', '6'], `run ${i}`),
+    );
+    await within(FLEET_READY_MS, 'the workers ready', Promise.all(workers.map((w) => w.ready)));
+    for (const w of workers) w.go();
+    const results = await within(FLEET_DONE_MS, 'the workers done', Promise.all(workers.map((w) => w.result)));
+    for (const r of results) {
+      assert.deepEqual(r.errors, []);
+      assert.equal(r.completed, 12);
+      assert.ok(r.max <= 3, `${r.max} permits inside at once`);
+    }
+    // More than one execution inside at once, some time (the limit is not a mutex).
+    assert.ok(results.some((r) => r.max >= 2));
+    const tokens = results.flatMap((r) => r.tokens);
+    assert.equal(new Set(tokens).size, tokens.length); // every grant its own token
+  });
+
+  test("a holder SIGKILLed: its permits go to the next waiter after its ttl, its late fenced write is refused", async () => {
+    const key = uniqueKey('killed');
+    const holder = startWorker(['hold', key, '3', '2', '1000'], 'holder');
+    holder.ready.catch(() => {}); // it prints no ready line, and dies
+    const { held } = await within(10_000, 'the holder', holder.result);
+    const fence = fencedResource(key);
+    assert.equal(await fence.write(held), true);
+    const store = newStore();
+    const other = await acquireLock(store, key, TTL, { limit: 3, weight: 1 }); // 2 + 1 fit
+    const waiting = acquireLock(store, key, TTL, { wait: 15_000, limit: 3, weight: 2 }); // 2 + 1 + 2 do not
+    await sleep(100);
+    holder.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    const next = await within(8_000, 'the permits after the holder died', waiting);
+    // Within its lease's ttl (1 s, whole seconds, or the server's minimum) and a bit.
+    assert.ok(performance.now() - killedAt < 5_000);
+    assert.ok(next.fencingToken > held && next.fencingToken > other.fencingToken);
+    assert.equal(await fence.write(next.fencingToken), true);
+    assert.equal(await fence.write(held), false); // the dead holder's write, late
+    assert.deepEqual(await holder.exited, { code: null, signal: 'SIGKILL' });
+    await next.release();
+    await other.release();
+  });
+});
+
+/**
+ * A resource in etcd that takes a write only with a token at least the last one taken
+ * (compared by etcd: tokens written zero-padded, so their bytes order as numbers).
+ */
+function fencedResource(key) {
+  const client = clients[0] ?? new Etcd3({ hosts: etcd.endpoints });
+  const name = `${key}-fence`;
+  const pad = (token) => String(token).padStart(16, '0');
+  return {
+    async write(token) {
+      const value = pad(token);
+      const reply = await client
+        .if(name, 'Value', '<', pad(token + 1))
+        .then(client.put(name).value(value))
+        .else(client.get(name))
+        .commit();
+      if (reply.succeeded) return true;
+      if (reply.responses[0].response_range.kvs.length > 0) return false;
+      // No write yet: the first one is taken.
+      const first = await client.if(name, 'Create', '==', 0).then(client.put(name).value(value)).commit();
+      return first.succeeded;
+    },
+  };
 }

@@ -164,6 +164,22 @@ class EtcdLockStore {
     const asked = acquireOptions(options);
     const queue = asked.queue && !this.#closed;
     const limit = asked.limit ?? 1; // a limit of 1 is a plain lock, its keys plain ones
+    if (limit === 1) return this.#acquire(key, owner, ttlMs, queue, limit, undefined);
+    // A permit's answer waits for its token's turn (token-order.cjs).
+    const order = this.#queue.order;
+    const ticket = order.begin(key);
+    let answer;
+    try {
+      answer = await this.#acquire(key, owner, ttlMs, queue, limit, asked.weight);
+    } catch (err) {
+      order.settle(ticket, undefined, noop);
+      throw err;
+    }
+    if (answer?.fencingToken !== undefined) this.#queue.beforeGrant(key, answer.fencingToken);
+    return order.answer(ticket, answer);
+  }
+
+  async #acquire(key, owner, ttlMs, queue, limit, weight) {
     const entry = this.#queue.get(key, owner);
     if (entry !== undefined) {
       if ((entry.limit ?? 1) !== limit) return { limit: entry.limit ?? 1 };
@@ -175,7 +191,7 @@ class EtcdLockStore {
     const end = rangeEnd(prefix);
     const name =
       limit > 1
-        ? permitName(prefix, limit, asked.weight, lease.id)
+        ? permitName(prefix, limit, weight, lease.id)
         : Buffer.concat([prefix, Buffer.from(BigInt(lease.id).toString(16))]);
     const put = { request_put: { key: name, value: Buffer.from(owner), lease: lease.id } };
     const sentAt = performance.now();
@@ -205,7 +221,7 @@ class EtcdLockStore {
     };
     if (limit > 1) {
       e.limit = limit;
-      e.weight = asked.weight;
+      e.weight = weight;
       e.start = permitRange(prefix, limit);
       e.stop = rangeEnd(e.start);
     }
@@ -299,8 +315,7 @@ class EtcdLockStore {
     const ttl = await this.#leases.keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
     if (ttl <= 0) {
       this.#queue.forget(e);
-      const permit = e.limit === undefined ? {} : { limit: e.limit, weight: e.weight };
-      return this.acquire(e.key, e.owner, ttlMs, { queue, ...permit });
+      return this.#acquire(e.key, e.owner, ttlMs, queue, e.limit ?? 1, e.weight);
     }
     e.lease.keptAt = sentAt;
     if (e.state === GRANTED) e.state = HELD;

@@ -112,6 +112,7 @@ class EtcdPermits {
       await this.#queue.leave(e); // a try sent again that does not wait: it leaves
       return undefined;
     }
+    this.#queue.waiting(e);
     this.#queue.keepWaiting(e);
     this.#queue.waitForPermits(e, at, revision);
     return undefined;

@@ -19,6 +19,7 @@
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
 const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange, allRange } = require('./requests.cjs');
 const { standing } = require('./permit-keys.cjs');
+const { TokenOrder } = require('./token-order.cjs');
 
 function noop() {}
 
@@ -44,6 +45,9 @@ class EtcdQueue {
   #leases;
   entries = new Map(); // `${key}\0${owner}` -> entry, for this store's holders and waiters
   listeners = new ReleaseListeners((key) => this.listenersChanged(key));
+  /** Permits' grants, handed on in token order per key (token-order.cjs). */
+  order = new TokenOrder();
+  #permitWaiters = new Map(); // key -> this store's permit waiters on it
   #lingerTimers = new Map(); // key -> timer that drops its waiters
   #untilSweep = SWEEP_EVERY;
 
@@ -106,6 +110,50 @@ class EtcdQueue {
     e.timer = undefined;
     const id = `${e.key}\u0000${e.owner}`;
     if (this.entries.get(id) === e) this.entries.delete(id);
+    this.#notWaiting(e);
+  }
+
+  /** `e`, a permit's entry, waits (its key read not fitting). */
+  waiting(e) {
+    let waiters = this.#permitWaiters.get(e.key);
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#permitWaiters.set(e.key, waiters);
+    }
+    waiters.add(e);
+  }
+
+  #notWaiting(e) {
+    const waiters = this.#permitWaiters.get(e.key);
+    if (waiters?.delete(e) && waiters.size === 0) this.#permitWaiters.delete(e.key);
+  }
+
+  /**
+   * A grant of `token` on `key` came: this store's permit waiters with a lower token (a
+   * key before it) hold too (the weights up to a key fit only if they do up to every
+   * key before it), though their watches may not have told them yet. They are let in
+   * first, so that the engine sees the tokens rise.
+   */
+  beforeGrant(key, token) {
+    const below = [...(this.#permitWaiters.get(key) ?? [])].filter((e) => e.rev < token && e.state === WAITING);
+    for (const e of below.sort((a, b) => a.rev - b.rev)) this.letIn(e, true);
+  }
+
+  /**
+   * The permit waiter `e` holds: offered to the listeners in its token's turn (see
+   * TokenOrder); once claimed, with `touch`, its key is put again for the waiter behind.
+   */
+  letIn(e, touch) {
+    this.#notWaiting(e);
+    e.stopWatch();
+    e.state = GRANTED;
+    if (e.timer !== undefined) clearTimeout(e.timer);
+    e.timer = undefined;
+    this.order.grant(e.key, e.rev, () => {
+      if (e.state !== GRANTED) return;
+      this.granted(e);
+      if (touch && e.state === HELD) this.touch(e);
+    });
   }
 
   /** Forgets the holders whose lease ran out by this store's count (see SWEEP_EVERY). */
@@ -209,8 +257,8 @@ class EtcdQueue {
       const at = standing(reply.kvs, e.prefix, e.name, e.limit);
       if (at === undefined) return void this.forget(e); // its key lapsed with its lease
       if (!at.fits) return void this.waitForPermits(e, at, revisionOf(reply, 'a read of the queue'));
-      this.granted(e);
-      if (at.after && e.state === HELD) this.touch(e);
+      this.beforeGrant(e.key, e.rev);
+      this.letIn(e, at.after);
     } catch {
       this.recheckLater(e);
     }

@@ -1,0 +1,73 @@
+'use strict';
+/**
+ * Permits' grants of one EtcdLockStore, handed to its engine in token order per key.
+ * Several holders of a key are granted at once, by acquires in flight together and by
+ * watches; their answers may come back in any order, while the engine takes a token
+ * lower than one it already saw for the key as a store gone back. So a grant (an
+ * acquire's answer, a waiter's offer) is delivered only once every acquire that was in
+ * flight when it came has answered, and after every lower token that is waiting so.
+ * An acquire that started later can only get a higher token (a later revision).
+ */
+
+class TokenOrder {
+  #keys = new Map(); // key -> { flying: Set of tickets, ready: tickets with a token, undelivered }
+
+  #state(key) {
+    let st = this.#keys.get(key);
+    if (st === undefined) {
+      st = { flying: new Set(), ready: [] };
+      this.#keys.set(key, st);
+    }
+    return st;
+  }
+
+  /** An acquire on `key` starts: its ticket. */
+  begin(key) {
+    const ticket = { key, token: 0, waitFor: undefined, deliver: undefined };
+    this.#state(key).flying.add(ticket);
+    return ticket;
+  }
+
+  /**
+   * `ticket` came to `token` (undefined: no grant): `deliver` runs now, or once the
+   * acquires in flight now have answered and every lower token was delivered.
+   */
+  settle(ticket, token, deliver) {
+    const st = this.#state(ticket.key);
+    st.flying.delete(ticket);
+    if (token === undefined) {
+      deliver();
+    } else {
+      ticket.token = token;
+      ticket.waitFor = new Set(st.flying);
+      ticket.deliver = deliver;
+      st.ready.push(ticket);
+      st.ready.sort((a, b) => a.token - b.token);
+    }
+    this.#pump(ticket.key, st);
+  }
+
+  /** A grant with nothing in flight to wait for (a waiter let in): `settle` at once. */
+  grant(key, token, deliver) {
+    this.settle(this.begin(key), token, deliver);
+  }
+
+  /** Resolves to `answer` when its token's turn comes (see settle). */
+  answer(ticket, answer) {
+    const token = answer !== undefined && 'fencingToken' in answer ? answer.fencingToken : undefined;
+    return new Promise((resolve) => this.settle(ticket, token, () => resolve(answer)));
+  }
+
+  #pump(key, st) {
+    while (st.ready.length > 0) {
+      const head = st.ready[0];
+      for (const t of head.waitFor) if (!st.flying.has(t)) head.waitFor.delete(t);
+      if (head.waitFor.size > 0) break;
+      st.ready.shift();
+      head.deliver();
+    }
+    if (st.flying.size === 0 && st.ready.length === 0) this.#keys.delete(key);
+  }
+}
+
+module.exports = { TokenOrder };
