@@ -194,15 +194,15 @@ describe('limits and weights', () => {
     for (const [i, b] of behind.entries()) assert.equal(await b.store.acquire(key, `w${i}`, TTL, permit(2, 1, true)), undefined);
     const before = [head, ...behind].map((s) => s.counts.range);
     assert.equal(await holder.release(key, 'h1'), true);
-    await sleep(200);
-    // Only the head read its queue again; the others did not hear of it.
-    assert.ok(head.counts.range > before[0]);
+    // Only the head reads its queue again; the others do not hear of it.
+    await pollUntil('the head reading its queue', () => head.counts.range > before[0], { timeoutMs: 5_000, intervalMs: 20 });
+    await sleep(100);
     assert.deepEqual(behind.map((b) => b.counts.range), before.slice(1));
     assert.equal(await holder.release(key, 'h2'), true);
     await headGrants.granted('head');
-    await sleep(200);
-    // The head, let in, told the one just behind it; the two after that heard nothing.
-    assert.ok(behind[0].counts.range > before[1]);
+    // The head, let in, tells the one just behind it; the two after that hear nothing.
+    await pollUntil('w0 reading its queue', () => behind[0].counts.range > before[1], { timeoutMs: 5_000, intervalMs: 20 });
+    await sleep(100);
     assert.deepEqual(behind.slice(1).map((b) => b.counts.range), before.slice(2));
     assert.equal(await head.store.release(key, 'head'), true);
     // 1 + 1 fit: w0 and w1 go in, w2 waits.
@@ -245,7 +245,7 @@ describe('limits that disagree', () => {
     await store.acquire(key, 'h', TTL, permit(2, 2));
     assert.equal(await store.acquire(key, 'w', TTL, permit(2, 1, true)), undefined);
     assert.equal(await store.release(key, 'h'), true);
-    await sleep(100); // 'w' holds or is about to: its key keeps the limit
+    // 'w' holds or is about to: its key keeps the limit.
     assert.deepEqual(await store.acquire(key, 'plain', TTL), { limit: 2 });
     await store.release(key, 'w');
     const one = await store.acquire(key, 'one', TTL, permit(1, 1));

@@ -7,15 +7,17 @@
  * acquire's answer, a waiter's offer) is delivered only once every acquire that was in
  * flight when it came has answered, and after every lower token that is waiting so.
  * An acquire that started later can only get a higher token (a later revision).
+ * An answer reaches the engine some microtasks after its promise resolves, an offer at
+ * once: after an answer, the next grant of the key waits for the next macrotask.
  */
 
 class TokenOrder {
-  #keys = new Map(); // key -> { flying: Set of tickets, ready: tickets with a token, undelivered }
+  #keys = new Map(); // key -> { flying: Set of tickets, ready: tickets with a token, undelivered, paused }
 
   #state(key) {
     let st = this.#keys.get(key);
     if (st === undefined) {
-      st = { flying: new Set(), ready: [] };
+      st = { flying: new Set(), ready: [], paused: false };
       this.#keys.set(key, st);
     }
     return st;
@@ -32,7 +34,7 @@ class TokenOrder {
    * `ticket` came to `token` (undefined: no grant): `deliver` runs now, or once the
    * acquires in flight now have answered and every lower token was delivered.
    */
-  settle(ticket, token, deliver) {
+  settle(ticket, token, deliver, answered = false) {
     const st = this.#state(ticket.key);
     st.flying.delete(ticket);
     if (token === undefined) {
@@ -41,6 +43,7 @@ class TokenOrder {
       ticket.token = token;
       ticket.waitFor = new Set(st.flying);
       ticket.deliver = deliver;
+      ticket.answered = answered;
       st.ready.push(ticket);
       st.ready.sort((a, b) => a.token - b.token);
     }
@@ -55,18 +58,25 @@ class TokenOrder {
   /** Resolves to `answer` when its token's turn comes (see settle). */
   answer(ticket, answer) {
     const token = answer !== undefined && 'fencingToken' in answer ? answer.fencingToken : undefined;
-    return new Promise((resolve) => this.settle(ticket, token, () => resolve(answer)));
+    return new Promise((resolve) => this.settle(ticket, token, () => resolve(answer), true));
   }
 
   #pump(key, st) {
-    while (st.ready.length > 0) {
+    while (st.ready.length > 0 && !st.paused) {
       const head = st.ready[0];
       for (const t of head.waitFor) if (!st.flying.has(t)) head.waitFor.delete(t);
       if (head.waitFor.size > 0) break;
       st.ready.shift();
       head.deliver();
+      if (head.answered) {
+        st.paused = true;
+        setImmediate(() => {
+          st.paused = false;
+          this.#pump(key, st);
+        });
+      }
     }
-    if (st.flying.size === 0 && st.ready.length === 0) this.#keys.delete(key);
+    if (st.flying.size === 0 && st.ready.length === 0 && !st.paused) this.#keys.delete(key);
   }
 }
 
