@@ -123,14 +123,11 @@ impl Engine {
                         return;
                     }
                 }
-                if queued {
-                    // The key is lent for the call rather than copied: leaving the queue
-                    // touches only the waiters behind this execution.
-                    let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
-                    self.leave_queue(exec, store, &key, HeadLeft::Acquired);
-                    if let Some(l) = self.layer_mut(exec, layer) {
-                        l.spec.key = key;
-                    }
+                // A holder of permits leaves the queue once it runs: the next waiter, let
+                // in then, runs after it, in arrival order.
+                let permits = layer_at(&self.execs, exec, layer).spec.has_permits();
+                if queued && !permits {
+                    self.leave_queue_granted(exec, layer, store);
                 }
                 let Some(l) = self.layer_mut(exec, layer) else { return };
                 let ttl = l.spec.ttl;
@@ -151,6 +148,9 @@ impl Engine {
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
                 self.held_all_up_to(exec, layer);
+                if queued && permits {
+                    self.leave_queue_granted(exec, layer, store);
+                }
             }
             TryResult::Held { until } => {
                 let key = key_of(self);
@@ -202,6 +202,17 @@ impl Engine {
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
                 );
             }
+        }
+    }
+
+    /// Takes lock `layer` of `exec`, just granted, out of its key's queue.
+    fn leave_queue_granted(&mut self, exec: u32, layer: u32, store: StoreRef) {
+        // The key is lent for the call rather than copied: leaving the queue touches
+        // only the waiters behind this execution.
+        let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
+        self.leave_queue(exec, store, &key, HeadLeft::Acquired);
+        if let Some(l) = self.layer_mut(exec, layer) {
+            l.spec.key = key;
         }
     }
 
