@@ -11,6 +11,10 @@
  * once: after an answer, the next grant of the key waits for the next macrotask.
  */
 
+// A grant waits for the acquires in flight at most this long: one stuck (a request that
+// never answers) must not hold the key's grants back; answering later, lower, it fails.
+const MAX_WAIT_MS = 2_000;
+
 class TokenOrder {
   #keys = new Map(); // key -> { flying: Set of tickets, ready: tickets with a token, undelivered, paused }
 
@@ -25,7 +29,7 @@ class TokenOrder {
 
   /** An acquire on `key` starts: its ticket. */
   begin(key) {
-    const ticket = { key, token: 0, waitFor: undefined, deliver: undefined };
+    const ticket = { key, token: 0, waitFor: undefined, deliver: undefined, answered: false, timer: undefined };
     this.#state(key).flying.add(ticket);
     return ticket;
   }
@@ -44,6 +48,13 @@ class TokenOrder {
       ticket.waitFor = new Set(st.flying);
       ticket.deliver = deliver;
       ticket.answered = answered;
+      if (ticket.waitFor.size > 0) {
+        ticket.timer = setTimeout(() => {
+          ticket.waitFor.clear();
+          this.#pump(ticket.key, st);
+        }, MAX_WAIT_MS);
+        ticket.timer.unref?.();
+      }
       st.ready.push(ticket);
       st.ready.sort((a, b) => a.token - b.token);
     }
@@ -67,6 +78,7 @@ class TokenOrder {
       for (const t of head.waitFor) if (!st.flying.has(t)) head.waitFor.delete(t);
       if (head.waitFor.size > 0) break;
       st.ready.shift();
+      if (head.timer !== undefined) clearTimeout(head.timer);
       head.deliver();
       if (head.answered) {
         st.paused = true;
