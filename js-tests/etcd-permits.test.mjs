@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Etcd3 } from 'etcd3';
-import { acquireLock } from 'leasehold';
+import { LockLimitMismatchError, acquireLock, withLock } from 'leasehold';
 import { EtcdLockStore } from 'leasehold/etcd';
 import { startEtcdCluster } from './support/etcd.mjs';
 import { within, pollUntil } from './support/async.mjs';
@@ -353,6 +353,27 @@ async function collect(iterable) {
 }
 
 describe('the engine, across processes', () => {
+  test('locks disagreeing on a limit get LockLimitMismatchError; modes run readers together', async () => {
+    const key = uniqueKey('engine-limits');
+    const store = newStore();
+    const held = await acquireLock(store, key, TTL, { limit: 3 });
+    await assert.rejects(acquireLock(store, key, TTL), { name: 'LockLimitMismatchError', limit: 1, heldWith: 3 });
+    await assert.rejects(acquireLock(newStore(), key, TTL, { limit: 4, wait: 1_000 }), LockLimitMismatchError);
+    await held.release();
+    const readersKey = uniqueKey('engine-modes');
+    let inside = 0;
+    let most = 0;
+    const read = () =>
+      withLock({ key: readersKey, store, ttl: TTL, wait: 5_000, mode: 'shared' }, async () => {
+        most = Math.max(most, ++inside);
+        await sleep(50);
+        inside--;
+      });
+    await Promise.all([read(), read(), read()]);
+    assert.equal(most, 3);
+    await withLock({ key: readersKey, store, ttl: TTL, mode: 'exclusive' }, async () => {});
+  });
+
   test('pipelines with a limit in three processes: never more than the limit inside, weights summed', async () => {
     const key = uniqueKey('fleet');
     // Weights 1, 1 and 2 of 3, two executions at a time in each process.
