@@ -393,16 +393,16 @@ describe('the engine, across processes', () => {
     await assert.rejects(acquireLock(newStore(), key, TTL, { limit: 4, wait: 1_000 }), LockLimitMismatchError);
     await held.release();
     const readersKey = uniqueKey('engine-modes');
+    // Each reader stays inside until all three are: only readers together get out.
     let inside = 0;
-    let most = 0;
+    let allIn;
+    const together = new Promise((resolve) => (allIn = resolve));
     const read = () =>
-      withLock({ key: readersKey, store, ttl: TTL, wait: 5_000, mode: 'shared' }, async () => {
-        most = Math.max(most, ++inside);
-        await sleep(50);
-        inside--;
+      withLock({ key: readersKey, store, ttl: TTL, wait: 10_000, mode: 'shared' }, async () => {
+        if (++inside === 3) allIn();
+        await within(8_000, 'three readers inside at once', together);
       });
     await Promise.all([read(), read(), read()]);
-    assert.equal(most, 3);
     await withLock({ key: readersKey, store, ttl: TTL, mode: 'exclusive' }, async () => {});
   });
 
