@@ -67,7 +67,7 @@ function claim(store, key) {
     return true;
   });
   const granted = (owner) =>
-    within(5_000, `the grant to ${owner}`, new Promise((resolve) => {
+    within(10_000, `the grant to ${owner}`, new Promise((resolve) => {
       const found = got.find((g) => g.owner === owner);
       if (found !== undefined) resolve(found);
       else waiting.set(owner, resolve);
@@ -289,7 +289,7 @@ describe('each holder its own lease', () => {
     const startedAt = performance.now();
     const next = await grants.granted('next');
     // etcd counts whole seconds (and raises a short TTL to its minimum): bounds catch hangs.
-    assert.ok(performance.now() - startedAt < 4_000);
+    assert.ok(performance.now() - startedAt < 8_000);
     assert.ok(next.fencingToken > long.fencingToken && long.fencingToken > short.fencingToken);
     assert.equal(await store.renew(key, 'short', TTL), false);
     assert.equal(await store.renew(key, 'long', TTL), true);
@@ -439,9 +439,9 @@ describe('the engine, across processes', () => {
     await sleep(100);
     holder.child.kill('SIGKILL');
     const killedAt = performance.now();
-    const next = await within(8_000, 'the permits after the holder died', waiting);
+    const next = await within(10_000, 'the permits after the holder died', waiting);
     // Within its lease's ttl (1 s, whole seconds, or the server's minimum) and a bit.
-    assert.ok(performance.now() - killedAt < 5_000);
+    assert.ok(performance.now() - killedAt < 8_000);
     assert.ok(next.fencingToken > held && next.fencingToken > other.fencingToken);
     assert.equal(await fence.write(next.fencingToken), true);
     assert.equal(await fence.write(held), false); // the dead holder's write, late
