@@ -29,10 +29,15 @@
  * - `renew` and `release` act only on leases of this store's tab or worker: a lease
  *   taken in another tab is never this one's to end (the Web Lock is bound to its
  *   holder).
+ * - Shared and exclusive leases (`mode`, as permits of SHARED_LIMIT) are the Web Lock's
+ *   own modes (./modes.mjs): readers hold it together, each with its own lease and a
+ *   token of its own from the one counter, so every grant's token, a reader's too,
+ *   exceeds every token granted before on the origin. Other limits are refused.
  */
 
-import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
+import { GrantListeners, acquireOptions, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
 import * as records from './inspect.mjs';
+import { disagreement, keyLimit, lockMode } from './modes.mjs';
 
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
@@ -41,7 +46,7 @@ const LAST_TOKEN = 'last';
 const now = () => performance.now();
 
 export class TabLockStore {
-  /** Leases held by this tab or worker: key -> lease. */
+  /** Leases held by this tab or worker: key -> owner -> lease (several: readers). */
   #leases = new Map();
   /** Owners of this tab or worker queued in the browser's Web Lock queue: key -> owner -> waiter. */
   #waiters = new Map();
@@ -85,38 +90,55 @@ export class TabLockStore {
     return true;
   }
 
+  /** Shared and exclusive leases, no other limit (./modes.mjs). */
+  get permits() {
+    return 'modes';
+  }
+
   /**
-   * Takes the lease on `key` for `owner` if no one in the origin holds it, and answers
-   * `{ fencingToken }`; else `undefined` (also for the same owner: not reentrant), after
-   * queueing `owner` when `options.queue` is true. A queued owner's later tries answer
-   * the lease once it was granted; a try without `queue` takes it out of the queue.
-   * Rejects when IndexedDB fails (the Web Lock is then let go).
+   * Takes the lease on `key` for `owner` if the origin's holders leave room for it (none
+   * for an exclusive or plain lease, only readers for a reader) and nobody waits, and
+   * answers `{ fencingToken }`; `{ limit }` when the key is used the other way (plain vs
+   * modes); else `undefined` (also for the same owner: not reentrant), after queueing
+   * `owner` when `options.queue` is true. A queued owner's later tries answer the lease
+   * once it was granted; a try without `queue` takes it out of the queue. Rejects when
+   * IndexedDB fails (the Web Lock is then let go); a TypeError for a limit other than
+   * modes.
    */
   async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
+    const { queue, limit, weight } = acquireOptions(options);
+    const permits = { mode: lockMode(limit, weight), limit: limit === 1 ? undefined : limit, weight: limit === 1 ? undefined : weight };
     this.#checkOpen();
-    const queue = options?.queue === true;
-    const lease = this.#live(key);
-    if (lease?.owner === owner && lease.granted) {
+    const own = this.#live(key, owner);
+    if (own?.granted) {
       // A lease granted to this owner while it was queued, asked again: counted from this try.
-      this.#extend(lease, ttlMs);
-      return { fencingToken: lease.token };
+      this.#extend(own, ttlMs);
+      return { fencingToken: own.token };
     }
+    if (own !== undefined) return undefined;
     const waiter = this.#waiters.get(key)?.get(owner);
     if (waiter !== undefined) {
       if (queue) return undefined;
       this.#leaveQueue(key, waiter);
     }
-    if (lease !== undefined) {
-      // Held in this tab: the owner queues behind it like any other.
-      if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs);
+    // This tab's own leases and waiters on `key` say exactly how the key is used here.
+    const local = [...this.#liveLeases(key), ...(this.#waiters.get(key)?.values() ?? [])];
+    const asked = keyLimit(permits.limit);
+    const other = local.find((entry) => keyLimit(entry.limit) !== asked);
+    if (other !== undefined) return { limit: keyLimit(other.limit) };
+    if (local.some((entry) => entry.mode === 'exclusive' || permits.mode === 'exclusive')) {
+      // Taken or awaited in this tab in a way this try cannot share: it queues behind like any other.
+      if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
       return undefined;
     }
-    const taken = await this.#request(key, owner, ttlMs, { ifAvailable: true });
+    const taken = await this.#request(key, owner, ttlMs, permits, { mode: permits.mode, ifAvailable: true });
     if (taken !== undefined) return { fencingToken: taken.token };
-    if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs);
+    const refused = await disagreement(this.#locks, () => this.#open(), this.#lockName(key), key, asked);
+    if (refused !== undefined) return refused;
+    if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
     return undefined;
   }
 
@@ -125,8 +147,8 @@ export class TabLockStore {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
-    const lease = this.#live(key);
-    if (lease === undefined || lease.owner !== owner) return false;
+    const lease = this.#live(key, owner);
+    if (lease === undefined) return false;
     this.#extend(lease, ttlMs);
     return true;
   }
@@ -140,8 +162,8 @@ export class TabLockStore {
     checkString('owner', owner);
     const waiter = this.#waiters.get(key)?.get(owner);
     if (waiter !== undefined) this.#leaveQueue(key, waiter);
-    const lease = this.#live(key);
-    if (lease === undefined || lease.owner !== owner) return false;
+    const lease = this.#live(key, owner);
+    if (lease === undefined) return false;
     await this.#end(lease);
     return true;
   }
@@ -188,7 +210,8 @@ export class TabLockStore {
   async close() {
     this.#closed = true;
     for (const [key, waiters] of [...this.#waiters]) for (const waiter of [...waiters.values()]) this.#leaveQueue(key, waiter);
-    await Promise.all([...this.#leases.values()].map((lease) => this.#end(lease)));
+    const leases = [...this.#leases.values()].flatMap((byOwner) => [...byOwner.values()]);
+    await Promise.all(leases.map((lease) => this.#end(lease)));
     const db = this.#db;
     this.#db = undefined;
     if (db) (await db.catch(() => undefined))?.close();
@@ -206,23 +229,25 @@ export class TabLockStore {
 
   /**
    * Asks the browser for the Web Lock of `key` with `lockOptions`; once granted, takes a
-   * token and keeps the lock until the lease ends. Resolves the lease, or undefined when
-   * `ifAvailable` found it held; rejects when the request was aborted or IndexedDB failed.
+   * token and keeps the lock until the lease ends. `permits`: `{ mode, limit, weight }`
+   * (./modes.mjs). Resolves the lease, or undefined when `ifAvailable` found it taken;
+   * rejects when the request was aborted or IndexedDB failed.
    */
-  #request(key, owner, ttlMs, lockOptions) {
+  #request(key, owner, ttlMs, permits, lockOptions) {
     return new Promise((resolve, reject) => {
       const held = this.#locks.request(this.#lockName(key), lockOptions, async (lock) => {
         if (lock === null) return resolve(undefined);
         const grantedAt = now();
-        let token;
+        const lease = { key, owner, ...permits, token: 0, grantedAt, expiresAt: 0, timer: undefined, end: undefined, released: held, granted: false };
         try {
-          token = await this.#nextToken(key, owner, ttlMs);
+          lease.token = await this.#nextToken(lease, ttlMs);
         } catch (error) {
           return reject(error); // returning lets the Web Lock go
         }
-        const lease = { key, owner, token, grantedAt, expiresAt: 0, timer: undefined, end: undefined, released: held, granted: false };
         const ended = new Promise((end) => (lease.end = end));
-        this.#leases.set(key, lease);
+        let byOwner = this.#leases.get(key);
+        if (byOwner === undefined) this.#leases.set(key, (byOwner = new Map()));
+        byOwner.set(owner, lease);
         this.#extend(lease, ttlMs, grantedAt);
         resolve(lease);
         await ended;
@@ -235,14 +260,14 @@ export class TabLockStore {
   #extend(lease, ttlMs, from = now()) {
     lease.expiresAt = from + ttlMs;
     // The holder record (inspect.mjs) was written with the token; a renewal rewrites it.
-    if (from !== lease.grantedAt) this.#db?.then((db) => records.renewHolder(db, lease.key, lease.owner, lease.token, ttlMs), () => {});
+    if (from !== lease.grantedAt) this.#db?.then((db) => records.renewHolder(db, lease, ttlMs), () => {});
     clearTimeout(lease.timer);
     lease.timer = setTimeout(() => this.#end(lease), Math.max(0, lease.expiresAt - now()));
   }
 
-  /** This tab's lease on `key` while it has not expired; an expired one is ended. */
-  #live(key) {
-    const lease = this.#leases.get(key);
+  /** `owner`'s lease on `key` in this tab while it has not expired; an expired one is ended. */
+  #live(key, owner) {
+    const lease = this.#leases.get(key)?.get(owner);
     if (lease !== undefined && lease.expiresAt <= now()) {
       this.#end(lease);
       return undefined;
@@ -250,10 +275,19 @@ export class TabLockStore {
     return lease;
   }
 
+  /** This tab's unexpired leases on `key`; the expired ones are ended. */
+  #liveLeases(key) {
+    return [...(this.#leases.get(key)?.keys() ?? [])].map((owner) => this.#live(key, owner)).filter((lease) => lease !== undefined);
+  }
+
   /** Ends `lease`: the Web Lock is let go; resolves when the browser has it back. */
   #end(lease) {
     clearTimeout(lease.timer);
-    if (this.#leases.get(lease.key) === lease) this.#leases.delete(lease.key);
+    const byOwner = this.#leases.get(lease.key);
+    if (byOwner?.get(lease.owner) === lease) {
+      byOwner.delete(lease.owner);
+      if (byOwner.size === 0) this.#leases.delete(lease.key);
+    }
     this.#db?.then((db) => records.dropHolder(db, lease.key, lease.owner), () => {});
     lease.end();
     return lease.released.then(
@@ -267,7 +301,7 @@ export class TabLockStore {
    * clock in microseconds, written back in the same readwrite transaction (IndexedDB
    * runs those one at a time), and handed out only once the transaction committed.
    */
-  async #nextToken(key, owner, ttlMs) {
+  async #nextToken(lease, ttlMs) {
     const db = await this.#open();
     return new Promise((resolve, reject) => {
       const tx = db.transaction([TOKENS, records.HOLDERS], 'readwrite');
@@ -278,7 +312,7 @@ export class TabLockStore {
         const last = Number.isSafeInteger(read.result) ? read.result : 0;
         token = Math.max(last + 1, Date.now() * 1000);
         tokens.put(token, LAST_TOKEN);
-        records.putHolder(tx.objectStore(records.HOLDERS), key, owner, token, ttlMs);
+        records.putHolder(tx.objectStore(records.HOLDERS), { ...lease, token }, ttlMs);
       };
       tx.oncomplete = () => resolve(token);
       tx.onabort = () => reject(tx.error ?? new Error('the IndexedDB transaction issuing a fencing token was aborted'));
@@ -317,11 +351,11 @@ export class TabLockStore {
 
   // ---- queue ----------------------------------------------------------------------
 
-  /** Queues a Web Lock request for `owner`; its grant is offered to the key's listeners. */
-  #enqueue(key, owner, ttlMs) {
+  /** Queues a Web Lock request for `owner` (`permits`: see #request); its grant is offered to the key's listeners. */
+  #enqueue(key, owner, ttlMs, permits) {
     let waiters = this.#waiters.get(key);
     if (waiters === undefined) this.#waiters.set(key, (waiters = new Map()));
-    const waiter = { owner, abort: new AbortController(), refresh: undefined };
+    const waiter = { owner, ...permits, abort: new AbortController(), refresh: undefined };
     waiters.set(owner, waiter);
     // Its record for `inspect`, kept valid while it waits (inspect.mjs).
     const since = Date.now();
@@ -331,7 +365,7 @@ export class TabLockStore {
       }, () => {});
     record();
     waiter.refresh = setInterval(record, records.REFRESH_MS);
-    this.#request(key, owner, ttlMs, { signal: waiter.abort.signal }).then(
+    this.#request(key, owner, ttlMs, permits, { mode: permits.mode, signal: waiter.abort.signal }).then(
       (lease) => {
         const queued = this.#waiters.get(key)?.get(owner) === waiter;
         if (queued) this.#forget(key, waiter);
