@@ -78,8 +78,8 @@ export interface LockStore {
     key: string,
     owner: string,
     ttlMs: number,
-    options?: { queue?: boolean },
-  ): Promise<{ fencingToken: number } | undefined>;
+    options?: PermitRequest,
+  ): Promise<AcquireAnswer | undefined>;
   /**
    * The live lease belongs to `owner`: push its expiry to now + ttlMs, return true. Else false.
    * `options` is passed only to stores with `localHandoff`: see there.
@@ -109,6 +109,12 @@ export interface LockStore {
    * clock in microseconds. Read once.
    */
   readonly localHandoff?: number;
+  /**
+   * Optional: the store keeps permits (README, "A store of your own"): `true` for `limit`,
+   * `weight` and `mode`, `'modes'` for shared and exclusive modes only. Locks with
+   * permits on a store without it are refused with a `TypeError`. Read once.
+   */
+  readonly permits?: boolean | 'modes';
   /** Optional, advisory: whether `key` has a live lease. */
   isLocked?(key: string): Promise<boolean>;
   /** Optional, advisory: milliseconds left on the live lease, `undefined` when free. */
@@ -130,7 +136,10 @@ export interface InspectedHolder {
   fencingToken: number;
   /** Milliseconds left on it, unless renewed (`Infinity`: no expiry). */
   ttl: number;
-  // Permits (SPEC 8) add the holder's mode and weight here.
+  /** On a key held with permits: how many of its `limit` this holder has. */
+  weight?: number;
+  /** On a key used with `mode`: the holder's. */
+  mode?: 'shared' | 'exclusive';
 }
 
 /** A waiter for a key, as `inspect` shows it. */
@@ -149,6 +158,8 @@ export interface LockInspection {
   key: string;
   /** The holder of the lease (one; permits will allow several). */
   holders: InspectedHolder[];
+  /** On a key held with permits: its limit (2147483647: a key used with `mode`). */
+  limit?: number;
   /** The waiters, first first (none on stores that keep no queue: PostgreSQL). */
   waiters: InspectedWaiter[];
 }
@@ -199,7 +210,9 @@ export declare class MemoryLockStore implements LockStore, InspectableStore {
   constructor(options?: { timeProvider?: FakeTimeProvider });
   /** Keys held or waited for. */
   readonly size: number;
-  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  /** Keeps permits: `limit`, `weight` and `mode`. */
+  readonly permits: true;
+  acquire(key: string, owner: string, ttlMs: number, options?: PermitRequest): Promise<AcquireAnswer | undefined>;
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** True when `owner` held a live lease that is now released. */
   release(key: string, owner: string): Promise<boolean>;
@@ -243,6 +256,28 @@ export interface LockOptions {
    * held. Default 0; at most the store's turn (`handOffAfter`).
    */
   linger?: Duration;
+  /** At most this many holders of the key at once (weights summed). Default 1. */
+  limit?: number;
+  /** How many of the key's `limit` permits this holder takes: 1 (default) to `limit`. */
+  weight?: number;
+  /**
+   * `'shared'` holders run together, an `'exclusive'` one alone (a read/write lock).
+   * Not combined with `limit` or `weight`.
+   */
+  mode?: 'shared' | 'exclusive';
+}
+
+/**
+ * `acquire`'s fourth argument: `queue` on a store that grants on release; `limit` and
+ * `weight` for a lock with permits (a mode is permits of 2147483647: a reader takes 1,
+ * a writer all).
+ */
+export type AcquireAnswer = { fencingToken: number; limit?: never } | { limit: number; fencingToken?: never };
+
+export interface PermitRequest {
+  queue?: boolean;
+  limit?: number;
+  weight?: number;
 }
 
 export type TelemetryEvent =
@@ -327,6 +362,20 @@ export declare class LockStoreError extends Error {
   readonly cause: unknown;
 }
 
+/**
+ * The key is held (or waited for) with another limit than the lock's: permits of
+ * different limits never share a key (a plain lock is a limit of 1).
+ */
+export declare class LockLimitMismatchError extends Error {
+  constructor(key: string, limit: number, heldWith: number, message?: string);
+  readonly code: 'LOCK_LIMIT_MISMATCH';
+  readonly key: string;
+  /** The lock's limit (2147483647: a lock with `mode`). */
+  readonly limit: number;
+  /** The limit the key's holders use. */
+  readonly heldWith: number;
+}
+
 /** True for `LockNotAcquiredError`: "someone else has it", not a fault. */
 export declare function isRejection(error: unknown): error is LockNotAcquiredError;
 
@@ -367,6 +416,12 @@ export interface AcquireLockOptions {
   timeProvider?: FakeTimeProvider;
   /** A name carried in the lease's owner id (`host:pid:<name>:<random hex>`). */
   name?: string;
+  /** Permits, as for `addLock`: at most `limit` holders (weights summed). */
+  limit?: number;
+  /** Permits this lease takes, as for `addLock`. */
+  weight?: number;
+  /** Shared or exclusive, as for `addLock`. */
+  mode?: 'shared' | 'exclusive';
 }
 
 /**
@@ -558,6 +613,7 @@ declare const api: {
   LockNotAcquiredError: typeof LockNotAcquiredError;
   LockLostError: typeof LockLostError;
   LockStoreError: typeof LockStoreError;
+  LockLimitMismatchError: typeof LockLimitMismatchError;
   isRejection: typeof isRejection;
   getLockToken: typeof getLockToken;
   acquireLock: typeof acquireLock;

@@ -24,6 +24,8 @@ fn main() {
                 wait: Some(0),
                 linger: 0,
                 name: String::new(),
+                limit: 1,
+                weight: 1,
             };
             engine.start(exec, vec![spec], ExecOptions::default()).expect("starts");
             let _ = engine.host_timer();

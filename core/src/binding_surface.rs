@@ -58,15 +58,27 @@ macro_rules! binding_surface {
                 self.inner.drop_memory_store(id)
             }
 
-            /// The fencing token, or `undefined` when the key is held.
-            memAcquire => fn mem_acquire(&mut self, store: u32, key: String, owner: String, ttl: f64)
-                -> [Result<Option<f64>, Thrown>]
-            {
-                let token = self
+            /// The fencing token, or `undefined` when the key is held; minus the key's
+            /// limit when it is held with another limit than `limit`.
+            #[allow(clippy::too_many_arguments)]
+            memAcquire => fn mem_acquire(
+                &mut self,
+                store: u32,
+                key: String,
+                owner: String,
+                ttl: f64,
+                limit: u32,
+                weight: u32,
+            ) -> [Result<Option<f64>, Thrown>] {
+                let answer = self
                     .inner
-                    .memory_acquire(store, &key, &owner, ttl as $crate::Millis)
+                    .memory_acquire(store, &key, &owner, ttl as $crate::Millis, limit, weight)
                     .map_err(to_js_error)?;
-                Ok(token.map(|t| t as f64))
+                Ok(match answer {
+                    $crate::TryAcquire::Acquired(token) => Some(token as f64),
+                    $crate::TryAcquire::Held { .. } => None,
+                    $crate::TryAcquire::Mismatch { limit } => Some(-f64::from(limit)),
+                })
             }
 
             /// Whether `owner`'s live lease was extended.
@@ -119,10 +131,19 @@ macro_rules! binding_surface {
 
             /// Defines a lock once (`Engine::define_lock`): its id, or -1 when the engine
             /// keeps no more; executions on it then start with `startDefined`.
-            defineLock => fn define_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
-                -> [Result<i32, Thrown>]
-            {
-                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait, name).map_err(to_js_error)?;
+            #[allow(clippy::too_many_arguments)]
+            defineLock => fn define_lock(
+                &mut self,
+                kind: u32,
+                store: u32,
+                key: String,
+                ttl: f64,
+                wait: f64,
+                name: String,
+                limit: u32,
+                weight: u32,
+            ) -> [Result<i32, Thrown>] {
+                let spec = $crate::host::lock_spec(kind, store, key, ttl, wait, name, limit, weight).map_err(to_js_error)?;
                 Ok(self.inner.define_lock(spec).map_err(to_js_error)?.map_or(-1, |id| id as i32))
             }
 
@@ -138,10 +159,19 @@ macro_rules! binding_surface {
             }
 
             /// Adds an outer lock for the next `start`.
-            addLock => fn add_lock(&mut self, kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String)
-                -> [Result<(), Thrown>]
-            {
-                self.outer_locks.add(kind, store, key, ttl, wait, name).map_err(to_js_error)
+            #[allow(clippy::too_many_arguments)]
+            addLock => fn add_lock(
+                &mut self,
+                kind: u32,
+                store: u32,
+                key: String,
+                ttl: f64,
+                wait: f64,
+                name: String,
+                limit: u32,
+                weight: u32,
+            ) -> [Result<(), Thrown>] {
+                self.outer_locks.add(kind, store, key, ttl, wait, name, limit, weight).map_err(to_js_error)
             }
 
             /// Starts `exec` under the outer locks added so far plus this innermost one.
@@ -160,10 +190,12 @@ macro_rules! binding_surface {
                 ttl: f64,
                 wait: f64,
                 name: String,
+                limit: u32,
+                weight: u32,
             ) -> [Result<f64, Thrown>] {
                 let started = self
                     .outer_locks
-                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait, name)
+                    .start(&mut self.inner, exec, options, kind, store, key, ttl, wait, name, limit, weight)
                     .map_err(to_js_error)?;
                 Ok($crate::host::start_word(&mut self.inner, exec, options, started, &mut self.arm_at))
             }
@@ -183,7 +215,7 @@ macro_rules! binding_surface {
                 held_for: f64,
                 name: String,
             ) -> [Result<u32, Thrown>] {
-                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait, name)
+                let spec = $crate::host::lock_spec($crate::host::store_kind::MEMORY, store, key, ttl, wait, name, 1, 1)
                     .map_err(to_js_error)?;
                 let held_for = $crate::duration::clock_step(held_for.max(0.0), "heldFor").map_err(|e| to_js_error(e.into()))?;
                 self.inner
@@ -243,6 +275,13 @@ macro_rules! binding_surface {
                     None => $crate::StoreFailure::Threw(request),
                 };
                 self.inner.answer(request, $crate::Answer::Failed(failure));
+                self.flags()
+            }
+
+            /// A store answered an acquire with `{ limit }`: the key is held with that
+            /// limit, not the lock's.
+            answerLimit => fn answer_limit(&mut self, request: u32, limit: u32) -> [u32] {
+                self.inner.answer(request, $crate::Answer::LimitMismatch(limit));
                 self.flags()
             }
 
@@ -320,7 +359,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 36);
+        assert_eq!(rows.len(), 37);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

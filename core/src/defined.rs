@@ -94,7 +94,16 @@ mod tests {
     use crate::types::StoreRef;
 
     fn spec(key: &str) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl: 1_000, wait: None, linger: 0, name: String::new() }
+        LockSpec {
+            store: StoreRef::Memory(0),
+            key: key.into(),
+            ttl: 1_000,
+            wait: None,
+            linger: 0,
+            name: String::new(),
+            limit: 1,
+            weight: 1,
+        }
     }
 
     #[test]

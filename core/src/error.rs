@@ -104,6 +104,16 @@ pub enum LockError {
         /// What went wrong.
         failure: StoreFailure,
     },
+    /// The key's holders use another limit (a plain lock is a limit of 1): permits of
+    /// different limits never share a key. The callback never ran.
+    LimitMismatch {
+        /// The key.
+        key: String,
+        /// The limit this lock asked for.
+        limit: u32,
+        /// The limit the key is held or waited for with.
+        held_with: u32,
+    },
     /// The caller cancelled while the execution waited. The host rejects with the
     /// caller's own abort reason.
     Cancelled,
@@ -118,6 +128,7 @@ impl LockError {
             LockError::NotAcquired { .. } => "LOCK_NOT_ACQUIRED",
             LockError::Lost { .. } | LockError::LostBeforeStart { .. } => "LOCK_LOST",
             LockError::StoreFailed { .. } => "LOCK_STORE_FAILED",
+            LockError::LimitMismatch { .. } => "LOCK_LIMIT_MISMATCH",
             LockError::Cancelled => "ABORT_ERR",
             LockError::InvalidArgument(ArgError { kind: ArgErrorKind::Type, .. }) => "ERR_INVALID_ARG_TYPE",
             LockError::InvalidArgument(ArgError { kind: ArgErrorKind::Range, .. }) => "ERR_OUT_OF_RANGE",
@@ -130,7 +141,8 @@ impl LockError {
             LockError::NotAcquired { key }
             | LockError::Lost { key }
             | LockError::LostBeforeStart { key }
-            | LockError::StoreFailed { key, .. } => Some(key),
+            | LockError::StoreFailed { key, .. }
+            | LockError::LimitMismatch { key, .. } => Some(key),
             LockError::Cancelled | LockError::InvalidArgument(_) => None,
         }
     }
@@ -157,9 +169,26 @@ impl LockError {
                     }
                 }
             }
+            LockError::LimitMismatch { key, limit, held_with } => text!(
+                "lock '",
+                key,
+                "' is used with ",
+                limit_text(*held_with),
+                " by its holders; this lock asks for ",
+                limit_text(*limit)
+            ),
             LockError::Cancelled => "the operation was aborted".into(),
             LockError::InvalidArgument(arg) => arg.message.clone(),
         }
+    }
+}
+
+/// How a key's limit reads in a message: the modes' limit as the modes.
+fn limit_text(limit: u32) -> String {
+    match limit {
+        crate::types::SHARED_LIMIT => "mode 'shared'/'exclusive'".into(),
+        1 => "no limit (an exclusive lock)".into(),
+        n => text!("limit ", n),
     }
 }
 

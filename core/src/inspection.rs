@@ -4,11 +4,14 @@
 use crate::text::text;
 use crate::Millis;
 
-/// The lease on a key and who waits for it.
+/// The leases on a key and who waits for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inspection {
-    /// The live lease, if any (a key with waiters only is between two holders).
-    pub holder: Option<InspectedHolder>,
+    /// The key's limit: 1 for a plain lease (or none), more for a key held with permits.
+    pub limit: u32,
+    /// The live leases, oldest grant first (none: a key with waiters only is between
+    /// two holders).
+    pub holders: Vec<InspectedHolder>,
     /// The waiters, first first.
     pub waiters: Vec<InspectedWaiter>,
 }
@@ -22,6 +25,8 @@ pub struct InspectedHolder {
     pub token: u64,
     /// Milliseconds until it runs out, unless renewed.
     pub left: Millis,
+    /// How many of the key's permits it holds (1 for a plain lease).
+    pub weight: u32,
 }
 
 /// A waiter for a key.
@@ -35,19 +40,20 @@ pub struct InspectedWaiter {
 
 impl Inspection {
     /// The flat form both bindings return, read by `lib/host/memory-inspect.cjs` only:
-    /// empty for nothing there; else the holder's owner (empty for none), token and
-    /// time left, then each waiter's owner and time waited. Numbers are written in
-    /// decimal (with `text!`: no `core::fmt` in the wasm module): tokens stay exact up to 2^53 in JavaScript.
+    /// empty for nothing there; else the key's limit and how many holders follow, each
+    /// holder's owner, token, time left and weight, then each waiter's owner and time
+    /// waited. Numbers are written in decimal (with `text!`: no `core::fmt` in the wasm
+    /// module): tokens stay exact up to 2^53 in JavaScript.
     pub fn into_words(inspection: Option<Inspection>) -> Vec<String> {
         let Some(found) = inspection else { return Vec::new() };
-        let mut words = Vec::with_capacity(3 + 2 * found.waiters.len());
-        match found.holder {
-            Some(h) => {
-                words.push(h.owner);
-                words.push(text!(h.token));
-                words.push(text!(h.left));
-            }
-            None => words.resize(3, String::new()),
+        let mut words = Vec::with_capacity(2 + 4 * found.holders.len() + 2 * found.waiters.len());
+        words.push(text!(found.limit));
+        words.push(text!(found.holders.len()));
+        for h in found.holders {
+            words.push(h.owner);
+            words.push(text!(h.token));
+            words.push(text!(h.left));
+            words.push(text!(h.weight));
         }
         for w in found.waiters {
             words.push(w.owner);
@@ -62,14 +68,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flat_form_is_holder_then_waiters() {
+    fn the_flat_form_is_limit_holders_then_waiters() {
         assert!(Inspection::into_words(None).is_empty());
         let found = Inspection {
-            holder: Some(InspectedHolder { owner: "a".into(), token: 7, left: 250 }),
+            limit: 3,
+            holders: vec![
+                InspectedHolder { owner: "a".into(), token: 7, left: 250, weight: 2 },
+                InspectedHolder { owner: "c".into(), token: 8, left: 300, weight: 1 },
+            ],
             waiters: vec![InspectedWaiter { owner: "b".into(), waited: 12 }],
         };
-        let waiting = Inspection { holder: None, waiters: found.waiters.clone() };
-        assert_eq!(Inspection::into_words(Some(found)), ["a", "7", "250", "b", "12"]);
-        assert_eq!(Inspection::into_words(Some(waiting)), ["", "", "", "b", "12"]);
+        let waiting = Inspection { limit: 1, holders: Vec::new(), waiters: found.waiters.clone() };
+        assert_eq!(
+            Inspection::into_words(Some(found)),
+            ["3", "2", "a", "7", "250", "2", "c", "8", "300", "1", "b", "12"]
+        );
+        assert_eq!(Inspection::into_words(Some(waiting)), ["1", "0", "b", "12"]);
     }
 }

@@ -47,6 +47,7 @@ pub mod fast_words;
 pub mod fencing;
 pub mod host;
 mod inspection;
+mod memory_permits;
 mod memory_store;
 mod owner_ids;
 pub mod polling;
@@ -64,6 +65,7 @@ pub use memory_store::{Holder, MemoryStore, TryAcquire};
 pub use owner_ids::{OwnerIds, MAX_OWNER_PREFIX};
 pub use types::{
     Answer, Effect, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
+    SHARED_LIMIT,
 };
 
 /// Time in whole milliseconds.

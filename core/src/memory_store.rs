@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use crate::fast_hash::KeyMap;
 use crate::fast_words::FastWords;
+use crate::memory_permits::PermitKeys;
 use crate::Millis;
 
 /// A live or lapsed lease on one key.
@@ -37,6 +38,11 @@ pub enum TryAcquire {
         /// When the current lease runs out.
         until: Millis,
     },
+    /// The key is held with another limit (1: a plain lease), given here.
+    Mismatch {
+        /// The limit its holders use.
+        limit: u32,
+    },
 }
 
 /// Leases of one process, kept in a map from key to lease.
@@ -68,6 +74,9 @@ pub struct MemoryStore {
     /// Releases since the last sweep: once they reach half the entries, a sweep is worth
     /// its cost (amortised, one entry looked at per release).
     released_since_sweep: usize,
+    /// Keys held with permits (`memory_permits.rs`), apart from the plain leases: a key
+    /// is never in both with a live holder.
+    permits: PermitKeys,
 }
 
 const MIN_SWEEP: usize = 64;
@@ -86,6 +95,7 @@ impl Drop for MemoryStore {
                 self.words.unmark(self.id, key);
             }
         }
+        self.permits.unmark_all(&self.words, self.id);
     }
 }
 
@@ -102,11 +112,17 @@ impl MemoryStore {
             sweep_at: MIN_SWEEP,
             sweep_after: 0,
             released_since_sweep: 0,
+            permits: PermitKeys::default(),
         }
     }
 
     /// Takes the lease on `key` for `owner` until `now + ttl` if no live lease exists.
     pub fn try_acquire(&mut self, key: &str, owner: &str, ttl: Millis, now: Millis) -> TryAcquire {
+        if !self.permits.is_empty() {
+            if let Some(k) = self.permits.live(key, now) {
+                return TryAcquire::Mismatch { limit: k.limit };
+            }
+        }
         let expires_at = now.saturating_add(ttl);
         if let Some(lease) = self.leases.get_mut(key) {
             if lease.expires_at > now {
@@ -127,6 +143,28 @@ impl MemoryStore {
             lease.token = token;
         }
         TryAcquire::Acquired(token)
+    }
+
+    /// Takes `weight` of the `limit` permits of `key` for `owner` until `now + ttl`, when
+    /// they fit beside the live holders' (see `memory_permits.rs`). A `limit` of 1 is a
+    /// plain lease.
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_acquire_permits(
+        &mut self,
+        key: &str,
+        owner: &str,
+        ttl: Millis,
+        limit: u32,
+        weight: u32,
+        now: Millis,
+    ) -> TryAcquire {
+        if limit <= 1 {
+            return self.try_acquire(key, owner, ttl, now);
+        }
+        if self.is_held_plain(key, now) {
+            return TryAcquire::Mismatch { limit: 1 };
+        }
+        self.permits.try_acquire(&self.words, self.id, key, owner, ttl, limit, weight, now)
     }
 
     /// Records a lease the host granted on its fast path, with the token it took then,
@@ -169,7 +207,7 @@ impl MemoryStore {
                 lease.expires_at = now.saturating_add(ttl);
                 true
             }
-            _ => false,
+            _ => !self.permits.is_empty() && self.permits.renew(key, owner, ttl, now),
         }
     }
 
@@ -193,13 +231,35 @@ impl MemoryStore {
                 }
                 was_live
             }
-            _ => false,
+            _ => !self.permits.is_empty() && self.permits.release(&self.words, self.id, key, owner, now),
         }
     }
 
-    /// When the live lease on `key` runs out, or `None` when the key is free.
+    /// When the live lease on `key` runs out (the first to, of a key held with permits),
+    /// or `None` when the key is free.
     pub fn expires_at(&self, key: &str, now: Millis) -> Option<Millis> {
-        self.leases.get(key).map(|lease| lease.expires_at).filter(|&at| at > now)
+        let plain = self.leases.get(key).map(|lease| lease.expires_at).filter(|&at| at > now);
+        if plain.is_some() || self.permits.is_empty() {
+            return plain;
+        }
+        self.permits.live(key, now).and_then(|k| k.first_expiry(now))
+    }
+
+    fn is_held_plain(&self, key: &str, now: Millis) -> bool {
+        self.leases.get(key).is_some_and(|lease| lease.expires_at > now)
+    }
+
+    /// The holders of `key` held with permits, oldest grant first, with the key's limit
+    /// and each holder's weight; `None` for a key not held with permits.
+    pub fn permit_holders(&self, key: &str, now: Millis) -> Option<(u32, Vec<(Holder<'_>, u32)>)> {
+        let k = self.permits.live(key, now)?;
+        let holders = k
+            .holders
+            .iter()
+            .filter(|p| p.expires_at > now)
+            .map(|p| (Holder { owner: &p.owner, token: p.token, expires_at: p.expires_at }, p.weight))
+            .collect();
+        Some((k.limit, holders))
     }
 
     /// The live lease on `key`: its owner, token and expiry. Reads only.
@@ -215,12 +275,13 @@ impl MemoryStore {
 
     /// Keys with a live lease, for [`Engine::memory_size`](crate::Engine::memory_size).
     pub(crate) fn live_keys(&self, now: Millis) -> impl Iterator<Item = &str> {
-        self.leases.iter().filter(move |(_, lease)| lease.expires_at > now).map(|(key, _)| key.as_str())
+        let plain = self.leases.iter().filter(move |(_, lease)| lease.expires_at > now).map(|(key, _)| key.as_str());
+        plain.chain(self.permits.live_keys(now))
     }
 
     /// Entries kept, live or lapsed (for memory tests).
     pub fn entries(&self) -> usize {
-        self.leases.len()
+        self.leases.len() + self.permits.entries()
     }
 
     fn sweep(&mut self, now: Millis) {

@@ -56,6 +56,22 @@ pub struct LockSpec {
     /// The name the user gave the lock, for people reading its owner ids ('' for none):
     /// each owner drawn for it reads `<host prefix><name>:<random hex>`.
     pub name: String,
+    /// How many permits the key has (1: an exclusive lock, [`SHARED_LIMIT`]: a key used
+    /// with shared and exclusive modes).
+    pub limit: u32,
+    /// How many of them this lock takes: 1 to `limit`.
+    pub weight: u32,
+}
+
+/// The limit of a key used with modes: a reader takes 1 permit, a writer all of them,
+/// so readers run together and a writer alone, under the one rule of permits.
+pub const SHARED_LIMIT: u32 = 2_147_483_647;
+
+impl LockSpec {
+    /// Whether the lock takes permits of a key that several may hold at once.
+    pub fn has_permits(&self) -> bool {
+        self.limit > 1
+    }
 }
 
 /// How an execution behaves besides its locks.
@@ -272,6 +288,9 @@ pub enum Answer {
     /// `release` resolved: with whether the owner's lease was deleted, when the store
     /// says (`None`: the store returns nothing; the engine then judges by its own clock).
     Released(Option<bool>),
+    /// `acquire` resolved `{ limit }`: the key is held or waited for with that limit,
+    /// not the one asked for.
+    LimitMismatch(u32),
     /// The call threw, rejected, or resolved with a wrong shape.
     Failed(StoreFailure),
 }
@@ -284,6 +303,7 @@ impl Answer {
             Answer::Acquired(_) => "an acquire answer",
             Answer::Renewed(_) => "a renew answer",
             Answer::Released(_) => "a release answer",
+            Answer::LimitMismatch(_) => "a limit answer",
             Answer::Failed(_) => "a failure",
         }
     }

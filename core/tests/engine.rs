@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use leasehold_core::{
     Answer, Clock, Effect, Engine, Event, ExecOptions, Extend, Finish, LockError, LockSpec, Millis, Outcome, Start,
-    StoreFailure, StoreMethod, StoreRef, Wake, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME,
+    StoreFailure, StoreMethod, StoreRef, TryAcquire, Wake, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME,
 };
 
 const MEM: StoreRef = StoreRef::Memory(DEFAULT_MEMORY_STORE);
@@ -16,7 +16,7 @@ fn engine() -> Engine {
 }
 
 fn lock(store: StoreRef, key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-    LockSpec { store, key: key.into(), ttl, wait, linger: 0, name: String::new() }
+    LockSpec { store, key: key.into(), ttl, wait, linger: 0, name: String::new(), limit: 1, weight: 1 }
 }
 
 fn drain(engine: &mut Engine) -> Vec<Effect> {
@@ -1087,7 +1087,10 @@ fn a_memory_lease_shortened_by_its_holder_goes_to_the_first_waiter_at_its_new_en
     assert!(ran(&drain(&mut e), 2), "the waiter takes the key at 150, not at the old end (1000)");
     // The same through the store itself, and a newcomer meanwhile waits its turn.
     let mut e = engine();
-    assert!(e.memory_acquire(DEFAULT_MEMORY_STORE, "k", "direct", 1_000).unwrap().is_some());
+    assert!(matches!(
+        e.memory_acquire(DEFAULT_MEMORY_STORE, "k", "direct", 1_000, 1, 1).unwrap(),
+        TryAcquire::Acquired(_)
+    ));
     e.start(2, vec![lock(MEM, "k", 1_000, Some(5_000))], ExecOptions::default()).unwrap();
     assert!(e.memory_renew(DEFAULT_MEMORY_STORE, "k", "direct", 100).unwrap());
     e.advance(100).unwrap();
@@ -1904,15 +1907,15 @@ fn memory_returns_to_live_leases_after_a_burst_without_new_keys() {
 fn a_dropped_memory_store_is_emptied_and_its_id_reused_unless_something_still_uses_it() {
     let mut e = engine();
     let a = e.create_memory_store();
-    assert_eq!(e.memory_acquire(a, "k", "o", 60_000).unwrap(), Some(1));
+    assert_eq!(e.memory_acquire(a, "k", "o", 60_000, 1, 1).unwrap(), TryAcquire::Acquired(1));
     assert!(e.drop_memory_store(a));
     assert!(!e.drop_memory_store(a), "dropped once");
     let b = e.create_memory_store();
     assert_eq!(b, a, "the id is reused");
     assert_eq!(e.memory_size(b).unwrap(), 0, "nothing of the dropped store's leases");
     assert_eq!(
-        e.memory_acquire(b, "k", "p", 60_000).unwrap(),
-        Some(2),
+        e.memory_acquire(b, "k", "p", 60_000, 1, 1).unwrap(),
+        TryAcquire::Acquired(2),
         "tokens come from the engine's one counter: a reused id does not start them over"
     );
     assert_ne!(e.create_memory_store(), b, "a live store's id is not handed out");

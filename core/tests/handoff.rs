@@ -18,7 +18,16 @@ fn engine() -> Engine {
 }
 
 fn lock(key: &str) -> LockSpec {
-    LockSpec { store: EXT, key: key.into(), ttl: 30_000, wait: None, linger: 0, name: String::new() }
+    LockSpec {
+        store: EXT,
+        key: key.into(),
+        ttl: 30_000,
+        wait: None,
+        linger: 0,
+        name: String::new(),
+        limit: 1,
+        weight: 1,
+    }
 }
 
 /// The store calls among the pending effects: (request, method, owner, handed over).
@@ -253,7 +262,16 @@ const MANUAL: ExecOptions = ExecOptions { renew: false, telemetry: false, manual
 
 /// A manual lease of `ttl` on "k" for `exec`, waiting; its acquire's request, if it asked.
 fn start_manual(e: &mut Engine, exec: u32, ttl: Millis) -> Vec<(u32, StoreMethod, String, bool)> {
-    let spec = LockSpec { store: EXT, key: "k".into(), ttl, wait: Some(5_000), linger: 0, name: String::new() };
+    let spec = LockSpec {
+        store: EXT,
+        key: "k".into(),
+        ttl,
+        wait: Some(5_000),
+        linger: 0,
+        name: String::new(),
+        limit: 1,
+        weight: 1,
+    };
     e.start(exec, vec![spec], MANUAL).unwrap();
     calls(e)
 }

@@ -113,7 +113,7 @@ proptest! {
             match op {
                 Op::Start { key, ttl, wait, renew } => {
                     next_exec += 1;
-                    let spec = LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: KEYS[key].into(), ttl, wait, linger: 0, name: String::new() };
+                    let spec = LockSpec { store: StoreRef::Memory(DEFAULT_MEMORY_STORE), key: KEYS[key].into(), ttl, wait, linger: 0, name: String::new(), limit: 1, weight: 1 };
                     model.waiting.insert(next_exec, key);
                     let options = ExecOptions { renew, telemetry: false, manual: !renew };
                     if !renew {
@@ -140,7 +140,7 @@ proptest! {
                 Op::DirectAcquire { key, ttl } => {
                     owners += 1;
                     let owner = format!("direct-{owners}");
-                    if let Some(token) = engine.memory_acquire(DEFAULT_MEMORY_STORE, KEYS[key], &owner, ttl).unwrap() {
+                    if let leasehold_core::TryAcquire::Acquired(token) = engine.memory_acquire(DEFAULT_MEMORY_STORE, KEYS[key], &owner, ttl, 1, 1).unwrap() {
                         let last = model.last_token.insert(key, token).unwrap_or(0);
                         prop_assert!(token > last);
                         // A direct owner never coexists with a live runner.

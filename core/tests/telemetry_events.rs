@@ -12,7 +12,7 @@ fn engine() -> Engine {
 }
 
 fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-    LockSpec { store: EXT, key: key.into(), ttl, wait, linger: 0, name: String::new() }
+    LockSpec { store: EXT, key: key.into(), ttl, wait, linger: 0, name: String::new(), limit: 1, weight: 1 }
 }
 
 /// The events taken now, and the request of the one store call with `method`, if any.

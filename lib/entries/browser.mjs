@@ -21,6 +21,7 @@ export const {
   LockNotAcquiredError,
   LockLostError,
   LockStoreError,
+  LockLimitMismatchError,
   isRejection,
   getLockToken,
   LOCK_TOKEN,

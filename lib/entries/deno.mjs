@@ -18,6 +18,7 @@ export const {
   LockNotAcquiredError,
   LockLostError,
   LockStoreError,
+  LockLimitMismatchError,
   isRejection,
   getLockToken,
   LOCK_TOKEN,

@@ -13,6 +13,7 @@ export const {
   LockNotAcquiredError,
   LockLostError,
   LockStoreError,
+  LockLimitMismatchError,
   isRejection,
   getLockToken,
   LOCK_TOKEN,

@@ -30,6 +30,7 @@ export const {
   LockNotAcquiredError,
   LockLostError,
   LockStoreError,
+  LockLimitMismatchError,
   isRejection,
   getLockToken,
   LOCK_TOKEN,

@@ -19,7 +19,7 @@
 // The engine↔host protocol is lib/host/protocol.cjs; the bindings' fast paths,
 // lib/host/fast-calls.cjs.
 
-const { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine } = require('./errors.cjs');
+const { LockNotAcquiredError, LockLostError, LockStoreError, LockLimitMismatchError, isRejection, fromEngine } = require('./errors.cjs');
 const { withFastCalls } = require('./fast-calls.cjs');
 const { createChecks } = require('./options.cjs');
 const { defineEngineHost } = require('./engine-host.cjs');
@@ -103,6 +103,7 @@ function createApi(rawBinding, options) {
     LockNotAcquiredError,
     LockLostError,
     LockStoreError,
+    LockLimitMismatchError,
     isRejection,
     getLockToken: api.getLockToken,
     LOCK_TOKEN,

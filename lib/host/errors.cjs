@@ -38,6 +38,22 @@ class LockStoreError extends Error {
   }
 }
 
+/**
+ * The key is held (or waited for) with another limit than the lock's: permits of
+ * different limits never share a key, and a plain lock is a limit of 1. `limit` is the
+ * lock's, `heldWith` the key's (2147483647: a key used with `mode`).
+ */
+class LockLimitMismatchError extends Error {
+  constructor(key, limit, heldWith, message = `lock '${key}' is used with limit ${heldWith} by its holders; this lock asks for limit ${limit}`) {
+    super(message);
+    this.name = 'LockLimitMismatchError';
+    this.code = 'LOCK_LIMIT_MISMATCH';
+    this.key = key;
+    this.limit = limit;
+    this.heldWith = heldWith;
+  }
+}
+
 /** True for errors that mean "not now, someone else has it" rather than a fault. */
 function isRejection(error) {
   return error instanceof LockNotAcquiredError;
@@ -81,4 +97,4 @@ function fromEngine(error, takePanic) {
   }
 }
 
-module.exports = { LockNotAcquiredError, LockLostError, LockStoreError, isRejection, fromEngine };
+module.exports = { LockNotAcquiredError, LockLostError, LockStoreError, LockLimitMismatchError, isRejection, fromEngine };

@@ -4,7 +4,7 @@
 // LeaseExecution of a manual lease is in lease.cjs). ResilienceContext is what a
 // callback sees, and getLockToken finds the context code runs under.
 
-const { LockNotAcquiredError, LockLostError, LockStoreError } = require('./errors.cjs');
+const { LockNotAcquiredError, LockLostError, LockStoreError, LockLimitMismatchError } = require('./errors.cjs');
 const { describe } = require('../common/describe.cjs');
 const { runCallback } = require('./callbacks.cjs');
 const {
@@ -85,6 +85,8 @@ function defineExecutions(api) {
           const options = fx.cause ? { cause: this.causes?.get(fx.cause) ?? this.host.thrown.get(fx.cause) } : undefined;
           return new LockStoreError(fx.key, fx.method, fx.message, options);
         }
+        case 'LOCK_LIMIT_MISMATCH':
+          return new LockLimitMismatchError(fx.key, fx.limit, fx.heldWith, fx.message);
         case 'ABORT_ERR':
           return this.callerSignal?.reason ?? new Error('the operation was aborted');
         default:

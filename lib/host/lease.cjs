@@ -18,7 +18,7 @@ const {
   STORE_MEMORY,
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
-const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore, ownerName } = require('./options.cjs');
+const { ACQUIRE_LOCK_OPTIONS, checkKey, checkStore, checkPermits, ownerName } = require('./options.cjs');
 const { unrenewed } = require('./execution.cjs');
 
 function falsy() {
@@ -246,10 +246,12 @@ function defineLeases(api) {
       if (host.dead) throw host.dead;
       if (signal?.aborted) throw signal.reason;
       const { kind, id: storeId } = host.registerStore(store);
+      const permits = checkPermits(options, store, kind === STORE_MEMORY);
       // A key held on the fast path is the engine's before it is asked for it.
       if (kind === STORE_MEMORY) host.fast.handOverKey(storeId, key);
       const id = host.newExecId();
       const rec = new LeaseExecution(host, id, key, signal, autoRenew);
+      rec.locks = [permits]; // what a store call reads of the lock: its permits
       rec.store = store; // held while the lease lives: the host holds stores weakly
       rec.resolve = resolve;
       rec.reject = reject;
@@ -261,7 +263,7 @@ function defineLeases(api) {
       let status;
       try {
         const bits = autoRenew ? OPTION_MANUAL | OPTION_RENEW : OPTION_MANUAL;
-        status = host.engine.start(id, bits, kind, storeId, key, ttlMs, waitMs, named);
+        status = host.engine.start(id, bits, kind, storeId, key, ttlMs, waitMs, named, permits.limit, permits.weight);
       } catch (error) {
         host.execs.delete(id);
         rec.detachCaller();

@@ -4,19 +4,30 @@
 // (core/src/inspection.rs, `Inspection::into_words`) into the objects users get.
 
 const { checkListOptions } = require('../common/list-options.cjs');
+const { permitsShown } = require('../common/permits.cjs');
 
 /** How many keys one `memList` call returns: a page of `list`. */
 const PAGE = 256;
 
-/** The flat words of `memInspect` as `{ key, holders, waiters }`; `undefined` for none. */
+/**
+ * The flat words of `memInspect` as `{ key, holders, waiters }` (and the key's `limit`
+ * when it is held with permits); `undefined` for none.
+ */
 function readInspection(key, words, now) {
   if (words.length === 0) return undefined;
-  const holders = words[0] === '' ? [] : [{ owner: words[0], fencingToken: Number(words[1]), ttl: Number(words[2]) }];
+  const limit = Number(words[0]);
+  const count = Number(words[1]);
+  const holders = [];
+  let i = 2;
+  for (let n = 0; n < count; n++, i += 4) {
+    const holder = { owner: words[i], fencingToken: Number(words[i + 1]), ttl: Number(words[i + 2]) };
+    holders.push(limit > 1 ? { ...holder, ...permitsShown(limit, Number(words[i + 3])) } : holder);
+  }
   const waiters = [];
-  for (let i = 3; i + 1 < words.length; i += 2) {
+  for (; i + 1 < words.length; i += 2) {
     waiters.push({ owner: words[i], since: now - Number(words[i + 1]) });
   }
-  return { key, holders, waiters };
+  return limit > 1 ? { key, holders, waiters, limit } : { key, holders, waiters };
 }
 
 /**

@@ -7,6 +7,7 @@ const { describe, checkOptionNames } = require('../common/describe.cjs');
 const { HOST, STORE_ID, TIME_PROVIDER } = require('./symbols.cjs');
 const { checkKey } = require('./options.cjs');
 const { memoryInspector } = require('./memory-inspect.cjs');
+const { acquireOptions } = require('../common/permits.cjs');
 
 /** Asks `store`'s engine `fn(engine, storeId)`; a failure of the engine itself is an Error. */
 function askMemory(store, fn) {
@@ -57,13 +58,26 @@ function defineMemoryLockStore(api) {
       return askMemory(this, (engine, id) => engine.memSize(id)) + fast;
     }
 
-    async acquire(key, owner, ttlMs) {
+    /** Keeps permits: `limit`, `weight` and `mode` (README, "Limits and shared reads"). */
+    get permits() {
+      return true;
+    }
+
+    /**
+     * Takes the lease on `key` for `owner`, or `weight` of its `limit` permits (options
+     * `{ limit, weight }`): `{ fencingToken }`, undefined while held, or `{ limit }` when
+     * the key is held with another limit.
+     */
+    async acquire(key, owner, ttlMs, options) {
       checkKey(key);
       checkKey(owner, 'owner');
       const ttl = checkTtlMs(ttlMs);
+      const { limit = 1, weight = 1 } = acquireOptions(options);
       handOver(this, key);
-      const token = askMemory(this, (engine, id) => engine.memAcquire(id, key, owner, ttl));
-      return token === null || token === undefined ? undefined : { fencingToken: token };
+      const token = askMemory(this, (engine, id) => engine.memAcquire(id, key, owner, ttl, limit, weight));
+      if (token === null || token === undefined) return undefined;
+      // The engine answers a limit mismatch as minus the key's limit.
+      return token < 0 ? { limit: -token } : { fencingToken: token };
     }
 
     async renew(key, owner, ttlMs) {

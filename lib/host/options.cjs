@@ -4,16 +4,17 @@
 
 const { checkWellFormed } = require('../common/well-formed.cjs');
 const { describe } = require('../common/describe.cjs');
-const { LOCK_LINGER_UNIT } = require('./protocol.cjs');
+const { LOCK_LINGER_UNIT, SHARED_LIMIT } = require('./protocol.cjs');
 
 /** A lock's ttl when `addLock` is given none. */
 const DEFAULT_TTL = 30_000;
 
 // The option names each entry point takes (checkOptionNames).
-const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name', 'linger'];
+const PERMIT_OPTIONS = ['limit', 'weight', 'mode'];
+const LOCK_OPTIONS = ['key', 'ttl', 'wait', 'store', 'onLockLost', 'name', 'linger', ...PERMIT_OPTIONS];
 const EXECUTE_OPTIONS = ['operationKey', 'signal'];
 const BUILDER_OPTIONS = ['timeProvider', 'telemetry', 'ambientToken', 'openTelemetry'];
-const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider', 'name'];
+const ACQUIRE_LOCK_OPTIONS = ['wait', 'signal', 'autoRenew', 'timeProvider', 'name', ...PERMIT_OPTIONS];
 const WITH_LOCK_OPTIONS = [...LOCK_OPTIONS, ...BUILDER_OPTIONS, ...EXECUTE_OPTIONS, 'skipOnLockFailure'];
 
 function checkKey(key, arg = 'key') {
@@ -94,6 +95,51 @@ function createChecks(api) {
   return { checkDuration, checkTtl, refuseMemoryWait, lingerKind };
 }
 
+/** A lock that takes the one permit of its key: today's exclusive lock. */
+const PLAIN = Object.freeze({ limit: 1, weight: 1 });
+
+/**
+ * A lock's permits from its `limit`, `weight` and `mode` options: `{ limit, weight }`
+ * (PLAIN without them). A mode is permits of SHARED_LIMIT: a reader takes one, a writer
+ * all. `store` must declare it can keep them: its `permits` (true, or 'modes' for the
+ * modes alone); a memory store can.
+ */
+function checkPermits({ limit, weight, mode }, store, isMemory) {
+  if (limit === undefined && weight === undefined && mode === undefined) return PLAIN;
+  if (mode !== undefined) {
+    if (mode !== 'shared' && mode !== 'exclusive') {
+      throw new TypeError(`mode must be 'shared' or 'exclusive', got ${describe(mode)}`);
+    }
+    if (limit !== undefined || weight !== undefined) {
+      throw new TypeError(`mode is not combined with ${limit !== undefined ? 'limit' : 'weight'}: a key is either shared and exclusive, or limited`);
+    }
+  } else {
+    if (limit !== undefined && (typeof limit !== 'number' || !Number.isInteger(limit))) {
+      throw new TypeError(`limit must be an integer, got ${describe(limit)}`);
+    }
+    if (limit !== undefined && (limit < 1 || limit >= SHARED_LIMIT)) {
+      throw new RangeError(`limit must be from 1 to ${SHARED_LIMIT - 1}, got ${describe(limit)}`);
+    }
+    if (weight !== undefined && (typeof weight !== 'number' || !Number.isInteger(weight))) {
+      throw new TypeError(`weight must be an integer, got ${describe(weight)}`);
+    }
+    const max = limit ?? 1;
+    if (weight !== undefined && (weight < 1 || weight > max)) {
+      throw new RangeError(`weight must be from 1 to the limit (${max}), got ${describe(weight)}`);
+    }
+  }
+  const permits = mode === undefined ? { limit: limit ?? 1, weight: weight ?? 1 } : { limit: SHARED_LIMIT, weight: mode === 'shared' ? 1 : SHARED_LIMIT };
+  if (permits.limit === 1) return PLAIN;
+  const can = isMemory ? true : store.permits;
+  if (can !== true && !(can === 'modes' && mode !== undefined)) {
+    const option = mode !== undefined ? 'mode' : 'limit';
+    const what = can === 'modes' ? 'keeps shared and exclusive modes only' : 'does not keep permits (it has no `permits` capability)';
+    const named = typeof store.constructor === 'function' && store.constructor !== Object ? store.constructor.name : 'the store';
+    throw new TypeError(`${option} needs a store that keeps permits; ${named} ${what}`);
+  }
+  return permits;
+}
+
 /**
  * A lock's `name` as it goes into its owner ids (core/src/owner_ids.rs): '' for none;
  * else at most 64 characters, each outside letters, digits, `.`, `_`, `/` and `-`
@@ -107,6 +153,8 @@ function ownerName(name) {
 
 module.exports = {
   DEFAULT_TTL,
+  PLAIN,
+  checkPermits,
   ownerName,
   LOCK_OPTIONS,
   EXECUTE_OPTIONS,

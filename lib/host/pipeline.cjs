@@ -18,7 +18,7 @@ const {
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
 const { bucketOf } = require('./fast-path.cjs');
-const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, ownerName } = require('./options.cjs');
+const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, checkPermits, ownerName } = require('./options.cjs');
 const { checkOpenTelemetryOption } = require('../otel/detect.cjs');
 
 /**
@@ -62,11 +62,14 @@ function definePipelines(api) {
     const ref = host.registerStore(target);
     const { id } = ref;
     const kind = lingerKind(linger, ref, target);
-    // On a memory store of this host: its fast holders (fast-path.cjs), and a fixed key's bucket.
-    const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
+    const { limit, weight } = checkPermits(options, target, ref.kind === STORE_MEMORY);
+    if (limit > 1 && kind !== ref.kind) throw new TypeError('linger is not combined with limit or mode: each holder of permits has its own lease');
+    // On a memory store of this host: its fast holders (fast-path.cjs), and a fixed key's
+    // bucket. Permits are never held on the fast path: the engine counts them.
+    const held = ref.kind === STORE_MEMORY && limit === 1 ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket };
+    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket, limit, weight };
   }
 
   function resolveKey(lock, context) {
@@ -109,7 +112,7 @@ function definePipelines(api) {
       const l = this.locks[0];
       const host = this.host;
       try {
-        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs, l.ownerName);
+        this.definedLock = host.engine.defineLock(l.kind, l.id, l.key, l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
       } catch (error) {
         throw fromEngine(error);
       }
@@ -246,10 +249,10 @@ function definePipelines(api) {
         } else {
           for (let i = 0; i < last; i++) {
             const l = locks[i];
-            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs, l.ownerName);
+            engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
           }
           const l = locks[last];
-          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs, l.ownerName);
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
         }
       } catch (error) {
         rec.starting = false;

@@ -105,6 +105,9 @@ const STORE_ANNOUNCING = 2;
 const STORE_GRANTING = 3;
 // A lock's kind argument: its store's kind plus LOCK_LINGER_UNIT x its linger in ms.
 const LOCK_LINGER_UNIT = 256;
+// The limit of a key used with modes (core/src/types.rs, SHARED_LIMIT): a reader takes
+// one permit, a writer all of them.
+const SHARED_LIMIT = 2147483647;
 
 // ---- flat effects ------------------------------------------------------------------------
 // `takeEffects()` answers one array of numbers: a header (how many strings
@@ -147,6 +150,7 @@ const ERROR_STORE_FAILED = 3;
 const ERROR_ABORTED = 4;
 const ERROR_TYPE = 5;
 const ERROR_RANGE = 6;
+const ERROR_LIMIT_MISMATCH = 7;
 
 const EVENT_ACQUIRED = 1;
 const EVENT_REJECTED = 2;
@@ -192,6 +196,7 @@ const ERROR_CODES = byCode([
   [ERROR_ABORTED, 'ABORT_ERR'],
   [ERROR_TYPE, 'ERR_INVALID_ARG_TYPE'],
   [ERROR_RANGE, 'ERR_OUT_OF_RANGE'],
+  [ERROR_LIMIT_MISMATCH, 'LOCK_LIMIT_MISMATCH'],
 ]);
 const EVENTS = byCode([
   [EVENT_ACQUIRED, 'acquired'],
@@ -269,6 +274,17 @@ function decodeEffect(n, i, strings, sink) {
       const outcome = n[i + SLOT_A];
       if (outcome !== OUTCOME_ERROR) return sink.settledEffect(exec, SETTLED_BY_OUTCOME[outcome]);
       const messageAt = n[i + SLOT_C];
+      if (n[i + SLOT_B] === ERROR_LIMIT_MISMATCH) {
+        // The key's limit rides in the request slot, the lock's in the store slot.
+        return sink.settledEffect(exec, {
+          outcome: 'error',
+          code: 'LOCK_LIMIT_MISMATCH',
+          message: strings[messageAt],
+          key: strings[messageAt + 1],
+          heldWith: n[i + SLOT_REQUEST],
+          limit: n[i + SLOT_STORE],
+        });
+      }
       return sink.settledEffect(exec, {
         outcome: 'error',
         code: ERROR_CODES[n[i + SLOT_B]],
@@ -358,6 +374,8 @@ module.exports = {
   STORE_ANNOUNCING,
   STORE_GRANTING,
   LOCK_LINGER_UNIT,
+  SHARED_LIMIT,
+  ERROR_LIMIT_MISMATCH,
   EFFECT_WIDTH,
   EFFECT_FIRST,
   stringCount,

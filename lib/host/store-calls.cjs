@@ -64,10 +64,14 @@ function defineStoreCalls(api) {
       try {
         let pending;
         if (fx.method === 'acquire') {
-          pending =
-            this.storeIds.get(store)?.kind === STORE_GRANTING
-              ? store.acquire(fx.key, fx.owner, fx.ttl, fx.queue ? QUEUE : NO_QUEUE)
-              : store.acquire(fx.key, fx.owner, fx.ttl);
+          const granting = this.storeIds.get(store)?.kind === STORE_GRANTING;
+          const lock = fx.exec === 0 ? undefined : this.execs.get(fx.exec)?.locks?.[fx.layer];
+          if (lock !== undefined && lock.limit > 1) {
+            // Permits: the store counts them (README, "A store of your own").
+            const options = { queue: granting && fx.queue, limit: lock.limit, weight: lock.weight };
+            pending = store.acquire(fx.key, fx.owner, fx.ttl, options);
+          } else if (granting) pending = store.acquire(fx.key, fx.owner, fx.ttl, fx.queue ? QUEUE : NO_QUEUE);
+          else pending = store.acquire(fx.key, fx.owner, fx.ttl);
         }
         else if (this.storeIds.get(store)?.turn !== undefined && fx.exec !== 0) {
           // The holder's token goes with its renewals and its release: the store's next
@@ -138,9 +142,12 @@ function defineStoreCalls(api) {
         if (value === undefined || value === null) return this.answered(fx, true, undefined);
         let token;
         let got;
+        let limit;
         try {
           // A getter or a proxy of the store's may throw here: that is the store failing.
           token = typeof value === 'object' ? value.fencingToken : undefined;
+          // `{ limit }`: the key is held with another limit (permits).
+          limit = token === undefined && typeof value === 'object' ? value.limit : undefined;
           if (!(Number.isSafeInteger(token) && token >= 0)) {
             got = typeof value === 'object' ? `{ fencingToken: ${describe(token)} }` : describe(value);
           }
@@ -148,6 +155,9 @@ function defineStoreCalls(api) {
           return this.failed(fx, error);
         }
         if (got === undefined) return this.answered(fx, true, token);
+        if (Number.isSafeInteger(limit) && limit >= 1 && limit <= 2147483647) {
+          return this.guard(() => engine.answerLimit(fx.request, limit));
+        }
         return this.guard(() =>
           engine.answerFailed(
             fx.request,

@@ -51,9 +51,18 @@ impl Engine {
                     }
                     TryResult::Held { until: None }
                 } else {
-                    match at_mut(&mut self.memory, id).try_acquire(&l.spec.key, &l.owner, ttl, now) {
+                    let (limit, weight) = (l.spec.limit, l.spec.weight);
+                    match at_mut(&mut self.memory, id).try_acquire_permits(
+                        &l.spec.key,
+                        &l.owner,
+                        ttl,
+                        limit,
+                        weight,
+                        now,
+                    ) {
                         TryAcquire::Acquired(token) => TryResult::Granted(token),
                         TryAcquire::Held { until } => TryResult::Held { until: Some(until) },
+                        TryAcquire::Mismatch { limit } => TryResult::Mismatch { limit },
                     }
                 };
                 self.on_try(exec, layer, now, result);
@@ -114,14 +123,11 @@ impl Engine {
                         return;
                     }
                 }
-                if queued {
-                    // The key is lent for the call rather than copied: leaving the queue
-                    // touches only the waiters behind this execution.
-                    let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
-                    self.leave_queue(exec, store, &key, HeadLeft::Acquired);
-                    if let Some(l) = self.layer_mut(exec, layer) {
-                        l.spec.key = key;
-                    }
+                // A holder of permits leaves the queue once it runs: the next waiter, let
+                // in then, runs after it, in arrival order.
+                let permits = layer_at(&self.execs, exec, layer).spec.has_permits();
+                if queued && !permits {
+                    self.leave_queue_granted(exec, layer, store);
                 }
                 let Some(l) = self.layer_mut(exec, layer) else { return };
                 let ttl = l.spec.ttl;
@@ -135,12 +141,16 @@ impl Engine {
                     grant: None,
                     linger_until: None,
                 });
-                if self.turn_of(store).is_some() {
+                // Permits are not handed over locally: each holder has its own lease.
+                if self.turn_of(store).is_some() && !layer_at(&self.execs, exec, layer).spec.has_permits() {
                     self.note_grant(exec, layer, token, sent_at);
                 }
                 self.arm_held(exec, layer);
                 self.event(exec, layer, Event::Acquired { waited, token });
                 self.held_all_up_to(exec, layer);
+                if queued && permits {
+                    self.leave_queue_granted(exec, layer, store);
+                }
             }
             TryResult::Held { until } => {
                 let key = key_of(self);
@@ -171,6 +181,11 @@ impl Engine {
                 a.next_try = Some(deadline.map_or(next, |d| next.min(d))).filter(|&t| t != Millis::MAX);
                 self.arm_acquiring(exec, layer);
             }
+            TryResult::Mismatch { limit: held_with } => {
+                let key = key_of(self);
+                let limit = layer_at(&self.execs, exec, layer).spec.limit;
+                self.wind_down(exec, Outcome::Error(LockError::LimitMismatch { key, limit, held_with }));
+            }
             TryResult::Failed(failure) => {
                 // A store that threw or answered badly may have taken the lease all the
                 // same, its answer lost on the way: a release by this owner (which takes
@@ -187,6 +202,17 @@ impl Engine {
                     Outcome::Error(LockError::StoreFailed { key, method: StoreMethod::Acquire, failure }),
                 );
             }
+        }
+    }
+
+    /// Takes lock `layer` of `exec`, just granted, out of its key's queue.
+    fn leave_queue_granted(&mut self, exec: u32, layer: u32, store: StoreRef) {
+        // The key is lent for the call rather than copied: leaving the queue touches
+        // only the waiters behind this execution.
+        let key = self.layer_mut(exec, layer).map(|l| std::mem::take(&mut l.spec.key)).unwrap_or_default();
+        self.leave_queue(exec, store, &key, HeadLeft::Acquired);
+        if let Some(l) = self.layer_mut(exec, layer) {
+            l.spec.key = key;
         }
     }
 

@@ -270,6 +270,7 @@ impl Engine {
                 let result = match answer {
                     Answer::Acquired(Some(token)) => TryResult::Granted(token),
                     Answer::Acquired(None) => TryResult::Held { until: None },
+                    Answer::LimitMismatch(limit) => TryResult::Mismatch { limit },
                     Answer::Failed(failure) => TryResult::Failed(failure),
                     other => TryResult::Failed(StoreFailure::BadAnswer(text!(
                         "expected an acquire answer, got ",

@@ -119,10 +119,20 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory_store::TryAcquire;
     use crate::types::{Finish, Outcome, Start};
 
     fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl, wait, linger: 0, name: String::new() }
+        LockSpec {
+            store: StoreRef::Memory(0),
+            key: key.into(),
+            ttl,
+            wait,
+            linger: 0,
+            name: String::new(),
+            limit: 1,
+            weight: 1,
+        }
     }
 
     const RENEW: ExecOptions = ExecOptions { renew: true, telemetry: false, manual: false };
@@ -153,7 +163,7 @@ mod tests {
     fn the_inner_locks_of_an_execution_read_busy_from_its_start_to_its_end() {
         let mut e = Engine::with_fake_clock(0, [7; 32]);
         let words = e.fast_words();
-        assert!(e.memory_acquire(0, "outer", "someone", 1_000).unwrap().is_some());
+        assert!(matches!(e.memory_acquire(0, "outer", "someone", 1_000, 1, 1).unwrap(), TryAcquire::Acquired(_)));
         let locks = vec![lock("outer", 1_000, Some(5_000)), lock("inner", 1_000, Some(5_000))];
         assert_eq!(e.start(1, locks, RENEW).unwrap(), Start::Pending);
         assert!(words.is_busy(0, "inner"), "acquired later, in a call that names no key: the host must not grant it");
@@ -168,7 +178,7 @@ mod tests {
     #[test]
     fn a_key_with_an_engine_lease_is_not_adopted() {
         let mut e = Engine::with_fake_clock(0, [7; 32]);
-        assert!(e.memory_acquire(0, "k", "someone", 1_000).unwrap().is_some());
+        assert!(matches!(e.memory_acquire(0, "k", "someone", 1_000, 1, 1).unwrap(), TryAcquire::Acquired(_)));
         let token = e.fast_words().next_token();
         assert!(e.adopt(1, lock("k", 1_000, None), RENEW, token, 0).is_err());
         assert!(e.adopt(1, lock("k2", 1_000, None), RENEW, token + 1, 0).is_err(), "a token never granted");

@@ -24,11 +24,30 @@ impl Engine {
     pub fn memory_inspect(&mut self, store: u32, key: &str) -> Result<Option<Inspection>, LockError> {
         self.tick();
         let now = self.time;
-        let holder = self.memory_store_ref(store)?.holder(key, now).map(|h| InspectedHolder {
-            owner: h.owner.to_owned(),
-            token: h.token,
-            left: h.expires_at - now,
-        });
+        let memory = self.memory_store_ref(store)?;
+        let (limit, holders) = match memory.permit_holders(key, now) {
+            Some((limit, permits)) => {
+                let mut holders = Vec::with_capacity(permits.len());
+                for (h, weight) in permits {
+                    holders.push(InspectedHolder {
+                        owner: h.owner.to_owned(),
+                        token: h.token,
+                        left: h.expires_at - now,
+                        weight,
+                    });
+                }
+                (limit, holders)
+            }
+            None => {
+                let holder = memory.holder(key, now).map(|h| InspectedHolder {
+                    owner: h.owner.to_owned(),
+                    token: h.token,
+                    left: h.expires_at - now,
+                    weight: 1,
+                });
+                (1, holder.into_iter().collect())
+            }
+        };
         let reference = StoreRef::Memory(store);
         // Plain loops, not iterator chains: each chain's code lands in the wasm module.
         let mut waiters = Vec::new();
@@ -44,10 +63,10 @@ impl Engine {
                 }
             }
         }
-        if holder.is_none() && waiters.is_empty() {
+        if holders.is_empty() && waiters.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Inspection { holder, waiters }))
+        Ok(Some(Inspection { limit, holders, waiters }))
     }
 
     /// Up to `limit` keys with a live lease on memory store `store` that start with
@@ -93,7 +112,16 @@ mod tests {
     use crate::Engine;
 
     fn lock(key: &str) -> LockSpec {
-        LockSpec { store: StoreRef::Memory(0), key: key.into(), ttl: 3_000, wait: None, linger: 0, name: String::new() }
+        LockSpec {
+            store: StoreRef::Memory(0),
+            key: key.into(),
+            ttl: 3_000,
+            wait: None,
+            linger: 0,
+            name: String::new(),
+            limit: 1,
+            weight: 1,
+        }
     }
 
     #[test]
@@ -106,7 +134,8 @@ mod tests {
             e.advance(10).unwrap();
         }
         let found = e.memory_inspect(0, "k").unwrap().expect("held");
-        let holder = found.holder.expect("a holder");
+        assert_eq!((found.limit, found.holders.len()), (1, 1));
+        let holder = &found.holders[0];
         assert!(holder.owner.starts_with("h:1:"));
         assert_eq!(holder.left, 2_970, "granted at 1000 for 3 s, read at 1030");
         let waited: Vec<u64> = found.waiters.iter().map(|w| w.waited).collect();
@@ -120,7 +149,7 @@ mod tests {
     fn list_pages_through_live_keys_in_order() {
         let mut e = Engine::with_fake_clock(0, [1; 32]);
         for key in ["b/2", "a/1", "b/1", "b/3", "c"] {
-            e.memory_acquire(0, key, "o", 100).unwrap();
+            e.memory_acquire(0, key, "o", 100, 1, 1).unwrap();
         }
         assert_eq!(e.memory_list(0, "b/", None, 2).unwrap(), ["b/1", "b/2"]);
         assert_eq!(e.memory_list(0, "b/", Some("b/2"), 2).unwrap(), ["b/3"]);

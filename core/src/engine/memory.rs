@@ -49,23 +49,27 @@ impl Engine {
         })
     }
 
-    /// `acquire` on a memory store, as a user calls it directly.
+    /// `acquire` on a memory store, as a user calls it directly: `weight` of the key's
+    /// `limit` permits (1 and 1: a plain lease).
     ///
     /// # Errors
-    /// An argument error for an unknown store.
+    /// An argument error for an unknown store, or a weight outside 1..=limit.
     pub fn memory_acquire(
         &mut self,
         store: u32,
         key: &str,
         owner: &str,
         ttl: Millis,
-    ) -> Result<Option<u64>, LockError> {
+        limit: u32,
+        weight: u32,
+    ) -> Result<TryAcquire, LockError> {
         self.tick();
         let now = self.time;
-        Ok(match self.memory_store(store)?.try_acquire(key, owner, ttl, now) {
-            TryAcquire::Acquired(token) => Some(token),
-            TryAcquire::Held { .. } => None,
-        })
+        if limit == 0 || weight == 0 || weight > limit {
+            let message = text!("options.weight must be an integer from 1 to the limit (", limit, "), got ", weight);
+            return Err(ArgError::range("weight", message).into());
+        }
+        Ok(self.memory_store(store)?.try_acquire_permits(key, owner, ttl, limit, weight, now))
     }
 
     /// `renew` on a memory store, as a user calls it directly.

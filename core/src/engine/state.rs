@@ -113,6 +113,8 @@ impl Layer {
         self.spec.wait = spec.wait;
         self.spec.linger = spec.linger;
         self.spec.name.clone_from(&spec.name);
+        self.spec.limit = spec.limit;
+        self.spec.weight = spec.weight;
         self.owner.clear();
         self.token = None;
         self.started_at = 0;
@@ -232,7 +234,13 @@ pub(super) fn unreleasable() -> ! {
 /// What a try of the store came to.
 pub(super) enum TryResult {
     Granted(u64),
-    Held { until: Option<Millis> },
+    Held {
+        until: Option<Millis>,
+    },
+    /// The key is held or waited for with this limit, not the lock's.
+    Mismatch {
+        limit: u32,
+    },
     Failed(StoreFailure),
 }
 

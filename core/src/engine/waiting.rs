@@ -122,7 +122,11 @@ impl Engine {
         }
         if let HeadChange::NewHead(next) = change {
             let layer = self.execs.get(&next).map_or(0, current_layer);
+            let permits = self.layer_mut(next, layer).is_some_and(|l| l.spec.has_permits());
             match why {
+                // Permits may be left after a grant: the next waiter asks at once, in
+                // turn, so that waiters are let in in arrival order while they fit.
+                HeadLeft::Acquired if permits => self.try_new_head(next),
                 // A granting store hands the lease only to waiters it has queued: the
                 // new head asks now, so that the store queues it behind the holder.
                 // Not while an execution here holds the key (handed over to it): the lease

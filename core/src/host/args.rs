@@ -70,9 +70,23 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// Builds a lock from host numbers. `wait` is milliseconds, or negative for "as long as
 /// it takes".
 ///
+/// `limit` and `weight`: the lock's permits (1 and 1 for an exclusive lock; the host
+/// gives a lock with a `mode` [`crate::types::SHARED_LIMIT`] permits).
+///
 /// # Errors
-/// An argument error for an unknown store kind, an empty key, or a ttl of zero.
-pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: String) -> Result<LockSpec, LockError> {
+/// An argument error for an unknown store kind, an empty key, a ttl of zero, or a
+/// weight outside 1..=limit.
+#[allow(clippy::too_many_arguments)]
+pub fn lock_spec(
+    kind: u32,
+    store: u32,
+    key: String,
+    ttl: f64,
+    wait: f64,
+    name: String,
+    limit: u32,
+    weight: u32,
+) -> Result<LockSpec, LockError> {
     let (kind, linger) = (kind % LINGER_UNIT, Millis::from(kind / LINGER_UNIT));
     let store = store_ref(kind, store)?;
     let ttl = duration::from_millis(ttl, "ttl")?;
@@ -80,7 +94,15 @@ pub fn lock_spec(kind: u32, store: u32, key: String, ttl: f64, wait: f64, name: 
         return Err(ArgError::range("ttl", "ttl must be positive, got 0".into()).into());
     }
     let wait = if wait < 0.0 { None } else { Some(duration::from_millis(wait, "wait")?) };
-    Ok(LockSpec { store, key, ttl, wait, linger, name })
+    if limit == 0 {
+        return Err(ArgError::range("limit", "limit must be at least 1, got 0".into()).into());
+    }
+    if weight == 0 || weight > limit {
+        return Err(
+            ArgError::range("weight", text!("weight must be from 1 to the limit (", limit, "), got ", weight)).into()
+        );
+    }
+    Ok(LockSpec { store, key, ttl, wait, linger, name, limit, weight })
 }
 
 /// The outer locks of an execution being started, which hosts pass one call at a time
@@ -96,6 +118,7 @@ impl PendingLocks {
     /// # Errors
     /// The argument errors of [`lock_spec`]; the locks added so far are then forgotten,
     /// so a pipeline whose locks failed to convert starts nothing.
+    #[allow(clippy::too_many_arguments)]
     pub fn add(
         &mut self,
         kind: u32,
@@ -104,8 +127,10 @@ impl PendingLocks {
         ttl: f64,
         wait: f64,
         name: String,
+        limit: u32,
+        weight: u32,
     ) -> Result<(), LockError> {
-        match lock_spec(kind, store, key, ttl, wait, name) {
+        match lock_spec(kind, store, key, ttl, wait, name, limit, weight) {
             Ok(spec) => {
                 self.outer.push(spec);
                 Ok(())
@@ -134,9 +159,11 @@ impl PendingLocks {
         ttl: f64,
         wait: f64,
         name: String,
+        limit: u32,
+        weight: u32,
     ) -> Result<crate::Start, LockError> {
         let mut locks = std::mem::take(&mut self.outer);
-        locks.push(lock_spec(kind, store, key, ttl, wait, name)?);
+        locks.push(lock_spec(kind, store, key, ttl, wait, name, limit, weight)?);
         engine.start(exec, locks, exec_options(options))
     }
 }

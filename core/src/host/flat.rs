@@ -13,7 +13,7 @@
 //! | 1 call | `request`, `exec` (0: none waits), `layer` (of `exec`), `store`; a = method; b = ttl; c = string index of the key (the owner follows it), or -1 for a renew or release of a lock (`exec` not 0): no text, the key and owner are those of the acquire of that same lock, which always comes first (and [`Engine::layer_key`], [`Engine::layer_owner`]) |
 //! | 2 run | `exec`; b = the innermost token, as granted |
 //! | 3 lost | `exec`, `layer` |
-//! | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty) |
+//! | 4 settled | `exec`; a = outcome; for an error: b = error code, `request` = the request whose thrown value is the cause (0: none), `store` = the failed method, c = string index of the message (the key follows it, or is empty); for a limit mismatch `request` = the key's limit, `store` = the lock's |
 //! | 5 extended | `exec`; a = 1 if extended |
 //! | 6 watch | `store`; a = 1 to start watching; c = string index of the key |
 //! | 7 event | `exec`, `layer`; a = event; b = waited ms (a renewal's: its lag); c = token (a loss's: 1 when the store refused); `request` = the cause's request; `store` = string index of a failure message, or -1 |
@@ -84,6 +84,7 @@ pub mod error {
     pub const ABORTED: f64 = 4.0;
     pub const TYPE: f64 = 5.0;
     pub const RANGE: f64 = 6.0;
+    pub const LIMIT_MISMATCH: f64 = 7.0;
 }
 
 /// Telemetry events.
@@ -115,6 +116,7 @@ fn error_code(err: &LockError) -> f64 {
         "LOCK_STORE_FAILED" => error::STORE_FAILED,
         "ABORT_ERR" => error::ABORTED,
         "ERR_INVALID_ARG_TYPE" => error::TYPE,
+        "LOCK_LIMIT_MISMATCH" => error::LIMIT_MISMATCH,
         _ => error::RANGE,
     }
 }
@@ -174,6 +176,8 @@ pub fn take_flat_effects(engine: &mut Engine, numbers: &mut Vec<f64>, strings: &
                 Outcome::Error(err) => {
                     let (cause, method) = match &err {
                         LockError::StoreFailed { method, failure, .. } => (cause_of(failure), method_code(*method)),
+                        // The two limits ride where a store failure's cause and method would.
+                        LockError::LimitMismatch { limit, held_with, .. } => (f64::from(*held_with), f64::from(*limit)),
                         _ => (0.0, 0.0),
                     };
                     let at = text(strings, err.message());
