@@ -133,3 +133,44 @@ test('bad options are refused by the store and the object, naming the field', op
   assert.match(r.objectTooHeavy, /^RangeError: options\.weight .* got 3/);
   assert.equal(r.untouched, null, 'nothing was taken or queued');
 });
+
+// Engine level: pipelines with `limit`, one request per execution.
+
+async function get(pathAndQuery) {
+  const response = await mf.dispatchFetch(`http://worker.test${pathAndQuery}`);
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
+  return JSON.parse(text);
+}
+
+test('pipelines with limit 3 and weights 1 and 2: never more than 3 inside, several at once, tokens in grant order', opts, async () => {
+  const key = 'pipelines';
+  const weights = [2, 1, 2, 1, 1, 2, 1, 2];
+  const results = await Promise.all(weights.map((w, i) => get(`/run?key=${key}&limit=3&weight=${w}&hold=150&name=r${i}`)));
+  for (const r of results) assert.ok(Number.isSafeInteger(r.token), JSON.stringify(r));
+  const seen = await get(`/seen?key=${key}`);
+  assert.equal(seen.grants.length, weights.length);
+  assert.ok(seen.most <= 3, `at most 3 permits inside, saw ${seen.most}`);
+  assert.ok(seen.most >= 2, `several holders at once, saw ${seen.most}`);
+  assert.equal(seen.inside, 0);
+  assertRising(seen.grants.map((g) => g.token), 'tokens in grant order');
+});
+
+test('a pipeline asking another limit than the key is held with fails with LockLimitMismatchError', opts, async () => {
+  const key = 'mismatch';
+  const holder = get(`/run?key=${key}&limit=3&hold=1500&name=holder`);
+  while ((await get(`/seen?key=${key}`))?.grants.length !== 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(await get(`/run?key=${key}&name=plain&wait=0ms`), { error: 'LOCK_LIMIT_MISMATCH', heldWith: 3 });
+  assert.deepEqual(await get(`/run?key=${key}&limit=4&name=four&wait=5s`), { error: 'LOCK_LIMIT_MISMATCH', heldWith: 3 });
+  const same = await get(`/run?key=${key}&limit=3&weight=2&name=same&wait=5s`);
+  assert.ok(same.token > (await holder).token, 'the same limit shares the key');
+});
+
+test('permits abandoned by an ended request lapse; the waiter gets them with a larger token', opts, async () => {
+  const key = 'abandoned';
+  const stale = await get(`/abandon?key=${key}&ttl=1500&limit=2&weight=2`);
+  const next = await get(`/run?key=${key}&limit=2&weight=1&wait=10s&name=next`);
+  assert.ok(next.token > stale.token, `${next.token} > ${stale.token}`);
+  const seen = await get(`/seen?key=${key}`);
+  assert.deepEqual(seen.grants.map((g) => g.name), ['next']);
+});

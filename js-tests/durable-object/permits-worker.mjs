@@ -1,6 +1,10 @@
 // The Worker of js-tests/durable-object-permits.test.mjs, run by miniflare: permits on
 // DurableObjectLockStore called directly (store level), one scenario per request, each
-// on keys of its own; it reports what it saw and the test asserts it.
+// on keys of its own; it reports what it saw and the test asserts it. `/run` and
+// `/seen` drive pipelines with `limit` (engine level), one request per execution; the
+// isolate's counters see who is inside (miniflare runs one isolate; the object is what
+// coordinates).
+import { ResiliencePipelineBuilder, acquireLock, getLockToken } from '../../lib/entries/workerd.mjs';
 import { DurableObjectLockStore, LockDurableObject } from '../../lib/stores/durable-object/index.mjs';
 import { SHARED_LIMIT } from '../../lib/stores/shared/store-support.mjs';
 
@@ -221,9 +225,46 @@ const scenarios = {
   },
 };
 
+/** Per key: the weight inside now, the most seen, and each execution's grant in order. */
+const seen = new Map();
+
+/** One pipeline execution with the request's `limit`, `weight` and `mode`, holding `hold` ms. */
+async function run(store, params) {
+  const key = params.get('key');
+  const number = (name) => (params.has(name) ? Number(params.get(name)) : undefined);
+  const weight = number('weight') ?? 1;
+  const lock = { key, store, ttl: params.get('ttl') ?? '10s', wait: params.get('wait') ?? '20s', limit: number('limit') };
+  if (params.has('weight')) lock.weight = weight;
+  const pipeline = new ResiliencePipelineBuilder().addLock(lock).build();
+  if (!seen.has(key)) seen.set(key, { inside: 0, most: 0, grants: [] });
+  const state = seen.get(key);
+  try {
+    return await pipeline.execute(async (context) => {
+      const token = getLockToken(context);
+      state.inside += weight;
+      state.most = Math.max(state.most, state.inside);
+      state.grants.push({ name: params.get('name'), token });
+      await sleep(Number(params.get('hold') ?? 0));
+      state.inside -= weight;
+      return { token };
+    });
+  } catch (error) {
+    return { error: error.code ?? String(error), heldWith: error.heldWith };
+  }
+}
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
+    if (url.pathname === '/run') return Response.json(await run(new DurableObjectLockStore({ namespace: env.LOCKS }), url.searchParams));
+    if (url.pathname === '/seen') return Response.json(seen.get(url.searchParams.get('key')) ?? null);
+    if (url.pathname === '/abandon') {
+      // Permits taken and never released: the request ends while they are live.
+      const store = new DurableObjectLockStore({ namespace: env.LOCKS });
+      const p = url.searchParams;
+      const lease = await acquireLock(store, p.get('key'), Number(p.get('ttl')), { limit: Number(p.get('limit')), weight: Number(p.get('weight')) });
+      return Response.json({ token: lease.fencingToken, owner: lease.owner });
+    }
     const scenario = scenarios[url.pathname.slice(1)];
     if (scenario === undefined) return new Response('not found', { status: 404 });
     const store = new DurableObjectLockStore({ namespace: env.LOCKS });
