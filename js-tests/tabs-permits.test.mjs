@@ -147,3 +147,55 @@ test('limits other than modes, and bad options, are refused naming what was wron
   assert.equal(typeof (await call('acquire', { key: 'k', owner: 'o', options: { limit: 1, weight: 1 } })), 'number', 'limit 1 is a plain lease');
   assert.deepEqual(await page.evaluate(async () => (await navigator.locks.query()).held.map((l) => l.mode)), ['exclusive']);
 });
+
+// Engine level: pipelines with `mode` in three pages.
+
+test('pipelines with mode: readers of two pages run together, the writer alone, a later reader after it', opts, async () => {
+  const inside = new Map(); // name -> mode
+  const log = [];
+  let violations = 0;
+  const report = (event, name, mode, token) => {
+    log.push({ event, name, token });
+    if (event === 'leave') return void inside.delete(name);
+    const modes = [...inside.values()];
+    if (modes.length > 0 && (mode === 'exclusive' || modes.includes('exclusive'))) violations += 1;
+    inside.set(name, mode);
+  };
+  const [a, b, c] = [await openPage(), await openPage(), await openPage()];
+  for (const { page } of [a, b, c]) await page.exposeFunction('report', report);
+  const key = 'pipelines';
+  const r1 = await a.call('hold', { key, name: 'r1', mode: 'shared' });
+  const r2 = await b.call('hold', { key, name: 'r2', mode: 'shared' });
+  assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the readers run together');
+  const writer = c.call('hold', { key, name: 'w', mode: 'exclusive' });
+  await c.page.waitForFunction(() => window.permits.pending().then((n) => n === 1), undefined, { timeout: 15_000 });
+  const r3 = a.call('hold', { key, name: 'r3', mode: 'shared' });
+  await c.page.waitForFunction(() => window.permits.pending().then((n) => n === 2), undefined, { timeout: 15_000 });
+  assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the writer and the later reader wait');
+  await a.call('letGo', 'r1');
+  await b.call('letGo', 'r2');
+  const w = await writer;
+  assert.deepEqual([...inside.keys()], ['w'], 'the writer runs alone; the reader behind it still waits');
+  await c.call('letGo', 'w');
+  const r3Token = await r3;
+  await a.call('letGo', 'r3');
+  assert.equal(violations, 0, JSON.stringify(log));
+  assert.deepEqual(log.filter((e) => e.event === 'enter').map((e) => e.name), ['r1', 'r2', 'w', 'r3']);
+  assertRising([r1, r2, w, r3Token], 'every grant a larger token, readers too');
+  assert.deepEqual(pages.problems, []);
+});
+
+test('a pipeline with limit on the tabs store is refused at addLock, naming the option', opts, async () => {
+  const { page } = await openPage();
+  const refused = await page.evaluate(async () => {
+    const { ResiliencePipelineBuilder } = await import('/lib/entries/browser.mjs');
+    const { TabLockStore } = await import('/lib/stores/tabs/index.mjs');
+    try {
+      new ResiliencePipelineBuilder().addLock({ key: 'k', store: new TabLockStore(), limit: 3 });
+      return 'no error';
+    } catch (error) {
+      return `${error.name}: ${error.message}`;
+    }
+  });
+  assert.match(refused, /^TypeError: limit needs a store that keeps permits; TabLockStore keeps shared and exclusive modes only/);
+});

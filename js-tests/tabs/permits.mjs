@@ -1,5 +1,7 @@
 // What a page of js-tests/tabs-permits.test.mjs does: calls a TabLockStore directly with
-// permits (store level), and keeps the grants its listeners are handed.
+// permits (store level), and keeps the grants its listeners are handed; runs pipelines
+// with `mode` that tell the test (`window.report`, awaited) when they enter and leave.
+import { ResiliencePipelineBuilder, getLockToken } from '/lib/entries/browser.mjs';
 import { TabLockStore } from '/lib/stores/tabs/index.mjs';
 
 const SHARED_LIMIT = 2147483647;
@@ -36,3 +38,35 @@ export const grantsOf = (key) => grants.get(key) ?? [];
 export const inspect = async (key) => (await store.inspect(key)) ?? null;
 export const permits = () => store.permits;
 export const modes = async () => (await navigator.locks.query()).held.map((lock) => lock.mode).sort();
+
+const running = new Map(); // name -> { letGo, done }
+
+/**
+ * Runs a pipeline with `mode` on `key` that reports entering (with its token), holds
+ * until letGo(name), then reports leaving before it lets the lease go: the test sees
+ * every leave before the next holder's enter. Resolves the token once inside.
+ */
+export function hold({ key, name, mode }) {
+  return new Promise((resolve, reject) => {
+    let letGo;
+    const gate = new Promise((r) => (letGo = r));
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, mode, ttl: '10s', wait: '30s' }).build();
+    const done = pipeline.execute(async (context) => {
+      const token = getLockToken(context);
+      await window.report('enter', name, mode, token);
+      resolve(token);
+      await gate;
+      await window.report('leave', name, mode, token);
+      return token;
+    });
+    done.catch(reject);
+    running.set(name, { letGo, done });
+  });
+}
+
+export const letGo = (name) => {
+  running.get(name).letGo();
+  return running.get(name).done;
+};
+
+export const pending = async () => (await navigator.locks.query()).pending.length;
