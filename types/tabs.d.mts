@@ -1,5 +1,5 @@
 // Type declarations for `leasehold/tabs`. Written by hand.
-import type { InspectableStore, ListOptions, LockGrant, LockInspection, LockStore } from './index.mjs';
+import type { AcquireAnswer, InspectableStore, ListOptions, LockGrant, LockInspection, LockStore, PermitRequest } from './index.mjs';
 
 export interface TabLockStoreOptions {
   /** Names the Web Locks: the lease on `key` is the lock `${prefix}:${key}`. Default `'leasehold'`. */
@@ -18,7 +18,18 @@ export interface TabLockStoreOptions {
 export declare class TabLockStore implements LockStore, InspectableStore {
   constructor(options?: TabLockStoreOptions);
   readonly grantsOnRelease: true;
-  acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
+  /**
+   * Shared and exclusive leases only (`mode`), as the Web Lock's own modes; a `limit`
+   * is refused: navigator.locks counts no holders that fencing tokens could follow.
+   */
+  readonly permits: 'modes';
+  /** `{ limit }`: the key is used the other way (plain vs `mode`) in the origin. */
+  acquire(
+    key: string,
+    owner: string,
+    ttlMs: number,
+    options?: PermitRequest,
+  ): Promise<AcquireAnswer | undefined>;
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** True when `owner`'s lease was live; resolves once the Web Lock is let go. */
   release(key: string, owner: string): Promise<boolean>;

@@ -13,6 +13,9 @@ export async function tabs(): Promise<void> {
   if (lease) await lease.release();
   const locked: boolean = await store.isLocked('sync');
   void locked;
+  const modes: 'modes' = store.permits;
+  void modes;
+  await new ResiliencePipelineBuilder().addLock({ key: 'sync', store, mode: 'shared' }).build().execute(() => 1);
   await store.close();
   // @ts-expect-error no such option
   new TabLockStore({ prefx: 'app' });
