@@ -131,6 +131,7 @@ test('bad options are refused by the store and the object, naming the field', op
   assert.match(r.overShared, /^RangeError: options\.limit .* got 2147483648/);
   assert.match(r.badQueue, /^TypeError: options must be an object like \{ queue: true \}/);
   assert.match(r.objectTooHeavy, /^RangeError: options\.weight .* got 3/);
+  assert.ok(Number.isSafeInteger(r.objectEarlierStore.fencingToken), 'a plain try of an earlier store is still served');
   assert.equal(r.untouched, null, 'nothing was taken or queued');
 });
 

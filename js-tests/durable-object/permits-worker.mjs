@@ -220,6 +220,8 @@ const scenarios = {
       overShared: await refusal(store.acquire(key, 'a', 1000, { limit: SHARED_LIMIT + 1, weight: 1 })),
       badQueue: await refusal(store.acquire(key, 'a', 1000, { queue: 'yes' })),
       objectTooHeavy: await refusal(stub.acquire('a', 1000, { limit: 2, weight: 3 })),
+      // What a store of an earlier release sends: `queue` alone, as a boolean.
+      objectEarlierStore: await stub.acquire('old', 1000, false).then((answer) => stub.release('old').then(() => answer)),
       untouched: (await store.inspect(key)) ?? null,
     };
   },

@@ -74,7 +74,8 @@ export class LockDurableObject extends DurableObject {
   acquire(owner, ttlMs, options) {
     checkString('owner', owner);
     checkTtl(ttlMs);
-    const { queue, limit = 1, weight = 1 } = acquireOptions(options);
+    // A boolean: `queue` as a store of an earlier release passes it (a Worker deployed gradually).
+    const { queue, limit = 1, weight = 1 } = acquireOptions(typeof options === 'boolean' ? { queue: options } : options);
     if (!queue && !this.#holders.has(owner)) this.#leave(owner);
     this.#settle();
     const held = this.#holders.get(owner);
