@@ -5,7 +5,7 @@
 // tests run in the wasm pass of the suite.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
-import { TabPages, tabsSkip } from './support/tabs-pages.mjs';
+import { TabPages, pageUntil, tabsSkip } from './support/tabs-pages.mjs';
 
 const skip = tabsSkip;
 const SHARED_LIMIT = 2147483647;
@@ -115,6 +115,23 @@ test('renew and release act on one reader; a lapsed reader lets a waiting writer
   await b.call('release', { key, owner: 'w' });
 });
 
+test("a page closed while reading frees its reader's share only; the writer waits for the other", opts, async () => {
+  const [a, b, c] = [await openPage(), await openPage(), await openPage()];
+  const key = 'closed';
+  const r1 = await a.call('acquire', { key, owner: 'r1', as: 'read', ttl: 60_000 });
+  const r2 = await b.call('acquire', { key, owner: 'r2', as: 'read', ttl: 60_000 });
+  assert.equal(await c.call('acquire', { key, owner: 'w', as: 'write', queue: true }), 'none');
+  await a.page.close();
+  await pageUntil(c.page, () => navigator.locks.query().then((q) => q.held.length === 1));
+  assert.deepEqual(await c.call('grantsOf', key), [], 'the other reader still holds');
+  assert.equal(await b.call('renew', { key, owner: 'r2' }), true);
+  await b.call('release', { key, owner: 'r2' });
+  const [w] = await grantsReach(c, key, 1);
+  assert.equal(w.owner, 'w');
+  assertRising([r1, r2, w.fencingToken], 'tokens');
+  await c.call('release', { key, owner: 'w' });
+});
+
 test('one limit per key: plain vs modes are answered { limit }, both ways, across pages and within one', opts, async () => {
   const [a, b] = [await openPage(), await openPage()];
   const plain = await a.call('acquire', { key: 'plain', owner: 'p' });
@@ -168,9 +185,9 @@ test('pipelines with mode: readers of two pages run together, the writer alone, 
   const r2 = await b.call('hold', { key, name: 'r2', mode: 'shared' });
   assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the readers run together');
   const writer = c.call('hold', { key, name: 'w', mode: 'exclusive' });
-  await c.page.waitForFunction(() => window.permits.pending().then((n) => n === 1), undefined, { timeout: 15_000 });
+  await pageUntil(c.page, () => window.permits.pending().then((n) => n === 1));
   const r3 = a.call('hold', { key, name: 'r3', mode: 'shared' });
-  await c.page.waitForFunction(() => window.permits.pending().then((n) => n === 2), undefined, { timeout: 15_000 });
+  await pageUntil(c.page, () => window.permits.pending().then((n) => n === 2));
   assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the writer and the later reader wait');
   await a.call('letGo', 'r1');
   await b.call('letGo', 'r2');

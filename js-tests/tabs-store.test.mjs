@@ -7,7 +7,7 @@
 // The browser only has the wasm engine: these tests run in the wasm pass of the suite.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
-import { TabPages, tabsSkip } from './support/tabs-pages.mjs';
+import { TabPages, pageUntil, tabsSkip } from './support/tabs-pages.mjs';
 
 const skip = tabsSkip;
 
@@ -42,7 +42,7 @@ function call(page, method, args = {}, inWorker = false) {
 
 /** Resolves once the origin's Web Lock queue holds `count` waiting requests. */
 async function pendingReaches(page, count) {
-  await page.waitForFunction((n) => navigator.locks.query().then((q) => q.pending.length === n), count, { timeout: 15_000 });
+  await pageUntil(page, (n) => navigator.locks.query().then((q) => q.pending.length === n), count);
 }
 
 function assertIncreasing(tokens, what) {
@@ -148,7 +148,7 @@ test('inspect across pages: the holder and two waiters in queue order; list; a m
   await call(c, 'start', { key, name: 'c', wait: '30s' });
   await pendingReaches(a, 2);
   // A waiter's record follows its Web Lock request by an IndexedDB write.
-  await c.waitForFunction((k) => window.contender.inspect({ key: k, prefix: '' }).then((r) => r.seen?.waiters.length === 2), key, { timeout: 15_000 });
+  await pageUntil(c, (k) => window.contender.inspect({ key: k, prefix: '' }).then((r) => r.seen?.waiters.length === 2), key);
   const { seen, keys, now } = await call(c, 'inspect', { key, prefix: 'insp' });
   assert.deepEqual(keys, [key]);
   assert.equal(seen.key, key);

@@ -74,3 +74,18 @@ export class TabPages {
     return page;
   }
 }
+
+/**
+ * Resolves once `fn(arg)`, run in `page`, resolves truthy (its value); asked every 20 ms,
+ * a TimeoutError after `timeout` ms. (`page.waitForFunction` takes a returned promise
+ * for a truthy value at once: it cannot wait on an async check.)
+ */
+export async function pageUntil(page, fn, arg, { timeout = 15_000 } = {}) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const value = await page.evaluate(fn, arg);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms waiting in the page for ${fn}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
