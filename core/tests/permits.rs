@@ -105,7 +105,10 @@ fn a_key_is_held_with_one_limit_and_a_lock_asking_another_is_told() {
     assert!(start(&mut e, 3, permits(MEM, 3, 1, None)));
     e.start(4, vec![permits(MEM, 1, 1, None)], ExecOptions::default()).unwrap();
     let told = std::iter::from_fn(|| e.take_effect()).any(|eff| {
-        matches!(eff, Effect::Settled { outcome: Outcome::Error(LockError::LimitMismatch { limit: 1, held_with: 3, .. }), .. })
+        matches!(
+            eff,
+            Effect::Settled { outcome: Outcome::Error(LockError::LimitMismatch { limit: 1, held_with: 3, .. }), .. }
+        )
     });
     assert!(told, "a plain lock on a key held with permits is told too");
 }
