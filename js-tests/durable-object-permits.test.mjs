@@ -3,6 +3,9 @@
 // and reports what the store answered. workerd runs the wasm engine only: the wasm pass
 // runs these.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startLockWorker, workerdSkip } from './support/workerd.mjs';
 
@@ -174,4 +177,39 @@ test('permits abandoned by an ended request lapse; the waiter gets them with a l
   assert.ok(next.token > stale.token, `${next.token} > ${stale.token}`);
   const seen = await get(`/seen?key=${key}`);
   assert.deepEqual(seen.grants.map((g) => g.name), ['next']);
+});
+
+// What an object of the release before permits stored: its one lease, under `lease`.
+const EARLIER_OBJECT = `
+import { DurableObject } from 'cloudflare:workers';
+export class LockDurableObject extends DurableObject {
+  async fetch() {
+    await this.ctx.storage.put({ lease: { owner: 'old', token: 5000, expiresAt: Date.now() + 60000, granted: false }, lastToken: 5000 });
+    return new Response('stored');
+  }
+}
+export default { fetch: (request, env) => env.LOCKS.get(env.LOCKS.idFromName('leasehold:upgraded')).fetch(request) };
+`;
+
+test('an object stored by the release before permits keeps its lease and its token counter', opts, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'leasehold-do-'));
+  try {
+    const earlier = await startLockWorker({ script: EARLIER_OBJECT, scriptPath: 'earlier.mjs', durableObjectsPersist: dir });
+    assert.equal(await (await earlier.dispatchFetch('http://worker.test/')).text(), 'stored');
+    await earlier.dispose();
+    const now = await startLockWorker({ scriptPath: 'js-tests/durable-object/permits-worker.mjs', durableObjectsPersist: dir });
+    try {
+      const response = await now.dispatchFetch('http://worker.test/upgraded?key=upgraded');
+      const r = await response.json();
+      assert.equal(r.error, undefined, r.error);
+      assert.deepEqual(r.seen.holders.map((h) => [h.owner, h.fencingToken]), [['old', 5000]]);
+      assert.equal(r.seen.limit, undefined, 'a plain lease');
+      assert.deepEqual([r.other, r.renewed, r.released], ['none', true, true]);
+      assert.ok(r.next > 5000, `the next token ${r.next} follows the stored one`);
+    } finally {
+      await now.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -208,6 +208,17 @@ const scenarios = {
     return { short: shown(short), long: shown(long), next: shown(next), granted: handed.got[0], waited, renewShort, renewLong, seen };
   },
 
+  /** An object whose storage an earlier release wrote (one `lease`, owner 'old'): it keeps that lease. */
+  async upgraded(store, key) {
+    const seen = await store.inspect(key);
+    const other = await store.acquire(key, 'new', 10_000);
+    const renewed = await store.renew(key, 'old', 10_000);
+    const released = await store.release(key, 'old');
+    const next = await store.acquire(key, 'new', 10_000);
+    await store.release(key, 'new');
+    return { seen, other: shown(other), renewed, released, next: shown(next) };
+  },
+
   /** Bad options are refused, by the store and by the object. */
   async refusals(store, key, env) {
     const stub = env.LOCKS.get(env.LOCKS.idFromName(`leasehold:${key}`));

@@ -20,10 +20,11 @@ import { DurableObject } from 'cloudflare:workers';
 import { acquireOptions, checkString, checkTtl } from '../shared/store-support.mjs';
 import { inspectObject } from './inspect.mjs';
 
-const HOLDERS = 'holders';
+/** Each holder under a key of its own (`holder:<owner>`): one write per grant, renewal or release. */
+const HOLDER = 'holder:';
 const LIMIT = 'limit';
 const LAST_TOKEN = 'lastToken';
-/** What an object of an earlier release stored: its one lease. Read once, then replaced by HOLDERS. */
+/** What an object of an earlier release stored: its one lease. Read once, then kept as a holder. */
 const LEASE = 'lease';
 /**
  * A queued owner that has not asked again for this long has left. Its store keeps a
@@ -54,10 +55,15 @@ export class LockDurableObject extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      const saved = await ctx.storage.get([HOLDERS, LIMIT, LAST_TOKEN, LEASE]);
+      const [saved, listed] = await Promise.all([ctx.storage.get([LIMIT, LAST_TOKEN, LEASE]), ctx.storage.list({ prefix: HOLDER })]);
+      const holders = [...listed.values()];
       const lease = saved.get(LEASE);
-      const holders = saved.get(HOLDERS) ?? (lease ? [{ ...lease, weight: 1 }] : []);
-      for (const holder of holders) this.#holders.set(holder.owner, holder);
+      if (lease !== undefined) {
+        holders.push({ ...lease, weight: 1 });
+        await ctx.storage.put(HOLDER + lease.owner, { ...lease, weight: 1 });
+        await ctx.storage.delete(LEASE);
+      }
+      for (const holder of holders.sort((a, b) => a.token - b.token)) this.#holders.set(holder.owner, holder); // oldest grant first
       this.#limit = saved.get(LIMIT) ?? (holders.length > 0 ? 1 : undefined);
       this.#lastToken = saved.get(LAST_TOKEN) ?? 0;
       this.#armExpiry();
@@ -113,7 +119,7 @@ export class LockDurableObject extends DurableObject {
     this.#leave(owner);
     this.#dropLapsed();
     const had = this.#holders.delete(owner);
-    if (had) this.#save();
+    if (had) this.#save(owner);
     this.#settle();
     return had;
   }
@@ -164,7 +170,9 @@ export class LockDurableObject extends DurableObject {
   ttl() {
     this.#settle();
     if (this.#holders.size === 0) return undefined;
-    return Math.max(...[...this.#holders.values()].map((h) => h.expiresAt)) - Date.now();
+    let last = 0;
+    for (const holder of this.#holders.values()) last = Math.max(last, holder.expiresAt);
+    return last - Date.now();
   }
 
   /** The sum of the live holders' weights. */
@@ -184,23 +192,26 @@ export class LockDurableObject extends DurableObject {
     const entry = this.#queue.get(owner);
     this.#queue.delete(owner);
     this.#holders.set(owner, { owner, token, expiresAt: Date.now() + ttlMs, weight, granted });
-    this.#save();
+    this.#save(owner);
     entry?.notify?.({ fencingToken: token });
     return token;
   }
 
   #extend(holder, ttlMs) {
     holder.expiresAt = Date.now() + ttlMs;
-    this.#save();
+    this.#save(holder.owner);
   }
 
   /**
-   * Writes the holders, the limit and the last token; the answer leaves only once they
-   * are stored. The key forgets its limit once nobody holds or waits.
+   * Writes `owner`'s holder (or its absence), the key's limit and its last token; the
+   * answer leaves only once they are stored. The key forgets its limit once nobody
+   * holds or waits.
    */
-  #save() {
+  #save(owner) {
     if (this.#holders.size === 0 && this.#queue.size === 0) this.#limit = undefined;
-    this.ctx.storage.put({ [HOLDERS]: [...this.#holders.values()], [LIMIT]: this.#limit, [LAST_TOKEN]: this.#lastToken });
+    const holder = this.#holders.get(owner);
+    if (holder === undefined) this.ctx.storage.delete(HOLDER + owner);
+    this.ctx.storage.put({ ...(holder && { [HOLDER + owner]: holder }), [LIMIT]: this.#limit, [LAST_TOKEN]: this.#lastToken });
     this.#armExpiry();
   }
 
@@ -224,11 +235,11 @@ export class LockDurableObject extends DurableObject {
   }
 
   #dropLapsed() {
-    let dropped = false;
     for (const [owner, holder] of this.#holders) {
-      if (holder.expiresAt <= Date.now()) dropped = this.#holders.delete(owner);
+      if (holder.expiresAt > Date.now()) continue;
+      this.#holders.delete(owner);
+      this.#save(owner);
     }
-    if (dropped) this.#save();
   }
 
   /** A timer for the earliest expiry: its permits return and pass on even if nobody calls. */
@@ -236,7 +247,8 @@ export class LockDurableObject extends DurableObject {
     clearTimeout(this.#expiryTimer);
     this.#expiryTimer = undefined;
     if (this.#holders.size === 0) return;
-    const next = Math.min(...[...this.#holders.values()].map((h) => h.expiresAt));
+    let next = Infinity;
+    for (const holder of this.#holders.values()) next = Math.min(next, holder.expiresAt);
     this.#expiryTimer = setTimeout(() => this.#settle(), Math.max(0, next - Date.now()));
   }
 
