@@ -202,6 +202,18 @@ test('pipelines with mode: readers of two pages run together, the writer alone, 
   assert.deepEqual(pages.problems, []);
 });
 
+test('a plain pipeline on a key read elsewhere, and a reader on a key held plain, fail with LockLimitMismatchError', opts, async () => {
+  const [a, b] = [await openPage(), await openPage()];
+  await a.page.exposeFunction('report', () => {});
+  await a.call('hold', { key: 'read', name: 'r', mode: 'shared' });
+  assert.deepEqual(await b.call('once', { key: 'read' }), { error: 'LOCK_LIMIT_MISMATCH', heldWith: SHARED_LIMIT });
+  await a.call('acquire', { key: 'plain', owner: 'p' });
+  assert.deepEqual(await b.call('once', { key: 'plain', mode: 'shared' }), { error: 'LOCK_LIMIT_MISMATCH', heldWith: 1 });
+  assert.deepEqual(await b.call('once', { key: 'plain', mode: 'exclusive' }), { error: 'LOCK_LIMIT_MISMATCH', heldWith: 1 });
+  await a.call('release', { key: 'plain', owner: 'p' });
+  assert.equal(typeof (await b.call('once', { key: 'plain', mode: 'shared' })).token, 'number', 'free, the key takes a reader');
+});
+
 test('a pipeline with limit on the tabs store is refused at addLock, naming the option', opts, async () => {
   const { page } = await openPage();
   const refused = await page.evaluate(async () => {

@@ -70,3 +70,13 @@ export const letGo = (name) => {
 };
 
 export const pending = async () => (await navigator.locks.query()).pending.length;
+
+/** One execution with `mode` (none: a plain lock) that waits up to `wait`: `{ token }` or `{ error, heldWith }`. */
+export async function once({ key, mode, wait = '5s' }) {
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, mode, ttl: '10s', wait }).build();
+  try {
+    return { token: await pipeline.execute((context) => getLockToken(context)) };
+  } catch (error) {
+    return { error: error.code ?? String(error), heldWith: error.heldWith };
+  }
+}
