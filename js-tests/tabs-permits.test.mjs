@@ -1,11 +1,12 @@
-// Shared and exclusive leases on TabLockStore (`leasehold/tabs`), store level, in headless
-// Chromium: pages of one origin call the store directly (js-tests/tabs/permits.mjs) and
-// report its answers. Readers hold the key's Web Lock together, a writer alone, in
-// arrival order; any other limit is refused. The browser only has the wasm engine: these
-// tests run in the wasm pass of the suite.
+// Shared and exclusive leases on TabLockStore (`leasehold/tabs`) in headless Chromium:
+// pages of one origin call the store directly (js-tests/tabs/permits.mjs) and report its
+// answers, or run pipelines with `mode`. Readers hold the key's Web Lock together, a
+// writer alone, in arrival order. (`limit`: js-tests/tabs-limits.test.mjs.) The browser
+// only has the wasm engine: these tests run in the wasm pass of the suite.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { TabPages, pageUntil, tabsSkip } from './support/tabs-pages.mjs';
+import { Inside, assertRising, grantsReach, openPermitsPage } from './support/tabs-permits.mjs';
 
 const skip = tabsSkip;
 const SHARED_LIMIT = 2147483647;
@@ -20,25 +21,7 @@ beforeEach(async () => {
   if (!skip) await pages.fresh();
 });
 
-/** A page with js-tests/tabs/permits.mjs loaded; `call(method, args)` runs one of its functions. */
-async function openPage() {
-  const page = await pages.open();
-  await page.evaluate(async () => {
-    window.permits = await import('./permits.mjs');
-  });
-  return { page, call: (method, args) => page.evaluate(([m, a]) => window.permits[m](a), [method, args]) };
-}
-
-/** Resolves once `page`'s grants on `key` number `n`: those grants. */
-async function grantsReach({ page, call }, key, n) {
-  await page.waitForFunction(([k, count]) => window.permits.grantsOf(k).length >= count, [key, n], { timeout: 15_000 });
-  return call('grantsOf', key);
-}
-
-function assertRising(tokens, what) {
-  for (const t of tokens) assert.ok(Number.isSafeInteger(t), `${what}: ${tokens.join(', ')}`);
-  for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `${what}: ${tokens.join(', ')}`);
-}
+const openPage = () => openPermitsPage(pages);
 
 test('readers of two pages hold together; a writer waits alone, and no later reader overtakes it', opts, async () => {
   const [a, b] = [await openPage(), await openPage()];
@@ -151,13 +134,11 @@ test('one limit per key: plain vs modes are answered { limit }, both ways, acros
   assert.equal(typeof (await b.call('acquire', { key: 'plain', owner: 'r', as: 'read' })), 'number', 'a free key takes either');
 });
 
-test('limits other than modes, and bad options, are refused naming what was wrong', opts, async () => {
+test('bad options are refused naming what was wrong; limit 1 is a plain lease', opts, async () => {
   const { page, call } = await openPage();
-  assert.equal(await call('permits'), 'modes');
-  const limit3 = await call('acquire', { key: 'k', owner: 'o', options: { limit: 3, weight: 1 } });
-  assert.match(limit3, /^TypeError: TabLockStore does shared and exclusive leases only \(mode: 'shared' \| 'exclusive'\), not limit 3 with weight 1: navigator\.locks has no count of holders/);
+  assert.equal(await call('permits'), true);
   const weight2 = await call('acquire', { key: 'k', owner: 'o', options: { limit: SHARED_LIMIT, weight: 2 } });
-  assert.match(weight2, /^TypeError: .*not limit 2147483647 with weight 2/);
+  assert.match(weight2, /^TypeError: TabLockStore takes 2147483647 permits as modes only: weight 1 \(shared\) or 2147483647 \(exclusive\), got weight 2/);
   assert.match(await call('acquire', { key: 'k', owner: 'o', options: { limit: 0, weight: 1 } }), /^RangeError: options\.limit must be an integer/);
   assert.match(await call('acquire', { key: 'k', owner: 'o', options: { limit: 3, weight: 4 } }), /^RangeError: options\.weight/);
   assert.match(await call('acquire', { key: 'k', owner: 'o', options: { queue: 1 } }), /^TypeError: options must be an object like \{ queue: true \}/);
@@ -168,36 +149,27 @@ test('limits other than modes, and bad options, are refused naming what was wron
 // Engine level: pipelines with `mode` in three pages.
 
 test('pipelines with mode: readers of two pages run together, the writer alone, a later reader after it', opts, async () => {
-  const inside = new Map(); // name -> mode
-  const log = [];
-  let violations = 0;
-  const report = (event, name, mode, token) => {
-    log.push({ event, name, token });
-    if (event === 'leave') return void inside.delete(name);
-    const modes = [...inside.values()];
-    if (modes.length > 0 && (mode === 'exclusive' || modes.includes('exclusive'))) violations += 1;
-    inside.set(name, mode);
-  };
+  const inside = new Inside();
   const [a, b, c] = [await openPage(), await openPage(), await openPage()];
-  for (const { page } of [a, b, c]) await page.exposeFunction('report', report);
+  await inside.watch(a, b, c);
   const key = 'pipelines';
   const r1 = await a.call('hold', { key, name: 'r1', mode: 'shared' });
   const r2 = await b.call('hold', { key, name: 'r2', mode: 'shared' });
-  assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the readers run together');
+  assert.deepEqual([...inside.now.keys()], ['r1', 'r2'], 'the readers run together');
   const writer = c.call('hold', { key, name: 'w', mode: 'exclusive' });
   await pageUntil(c.page, () => window.permits.pending().then((n) => n === 1));
   const r3 = a.call('hold', { key, name: 'r3', mode: 'shared' });
   await pageUntil(c.page, () => window.permits.pending().then((n) => n === 2));
-  assert.deepEqual([...inside.keys()], ['r1', 'r2'], 'the writer and the later reader wait');
+  assert.deepEqual([...inside.now.keys()], ['r1', 'r2'], 'the writer and the later reader wait');
   await a.call('letGo', 'r1');
   await b.call('letGo', 'r2');
   const w = await writer;
-  assert.deepEqual([...inside.keys()], ['w'], 'the writer runs alone; the reader behind it still waits');
+  assert.deepEqual([...inside.now.keys()], ['w'], 'the writer runs alone; the reader behind it still waits');
   await c.call('letGo', 'w');
   const r3Token = await r3;
   await a.call('letGo', 'r3');
-  assert.equal(violations, 0, JSON.stringify(log));
-  assert.deepEqual(log.filter((e) => e.event === 'enter').map((e) => e.name), ['r1', 'r2', 'w', 'r3']);
+  assert.equal(inside.violations, 0, JSON.stringify(inside.log));
+  assert.deepEqual(inside.log.filter((e) => e.event === 'enter').map((e) => e.name), ['r1', 'r2', 'w', 'r3']);
   assertRising([r1, r2, w, r3Token], 'every grant a larger token, readers too');
   assert.deepEqual(pages.problems, []);
 });
@@ -212,19 +184,4 @@ test('a plain pipeline on a key read elsewhere, and a reader on a key held plain
   assert.deepEqual(await b.call('once', { key: 'plain', mode: 'exclusive' }), { error: 'LOCK_LIMIT_MISMATCH', heldWith: 1 });
   await a.call('release', { key: 'plain', owner: 'p' });
   assert.equal(typeof (await b.call('once', { key: 'plain', mode: 'shared' })).token, 'number', 'free, the key takes a reader');
-});
-
-test('a pipeline with limit on the tabs store is refused at addLock, naming the option', opts, async () => {
-  const { page } = await openPage();
-  const refused = await page.evaluate(async () => {
-    const { ResiliencePipelineBuilder } = await import('/lib/entries/browser.mjs');
-    const { TabLockStore } = await import('/lib/stores/tabs/index.mjs');
-    try {
-      new ResiliencePipelineBuilder().addLock({ key: 'k', store: new TabLockStore(), limit: 3 });
-      return 'no error';
-    } catch (error) {
-      return `${error.name}: ${error.message}`;
-    }
-  });
-  assert.match(refused, /^TypeError: limit needs a store that keeps permits; TabLockStore keeps shared and exclusive modes only/);
 });

@@ -1,6 +1,7 @@
 // What a page of js-tests/tabs-permits.test.mjs does: calls a TabLockStore directly with
 // permits (store level), and keeps the grants its listeners are handed; runs pipelines
-// with `mode` that tell the test (`window.report`, awaited) when they enter and leave.
+// with `mode` or `limit` that tell the test (`window.report`, awaited) when they enter
+// and leave.
 import { ResiliencePipelineBuilder, getLockToken } from '/lib/entries/browser.mjs';
 import { TabLockStore } from '/lib/stores/tabs/index.mjs';
 
@@ -46,17 +47,17 @@ const running = new Map(); // name -> { letGo, done }
  * until letGo(name), then reports leaving before it lets the lease go: the test sees
  * every leave before the next holder's enter. Resolves the token once inside.
  */
-export function hold({ key, name, mode }) {
+export function hold({ key, name, mode, limit, weight }) {
   return new Promise((resolve, reject) => {
     let letGo;
     const gate = new Promise((r) => (letGo = r));
-    const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, mode, ttl: '10s', wait: '30s' }).build();
+    const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, mode, limit, weight, ttl: '10s', wait: '30s' }).build();
     const done = pipeline.execute(async (context) => {
       const token = getLockToken(context);
-      await window.report('enter', name, mode, token);
+      await window.report('enter', name, mode ?? weight ?? 1, token);
       resolve(token);
       await gate;
-      await window.report('leave', name, mode, token);
+      await window.report('leave', name, mode ?? weight ?? 1, token);
       return token;
     });
     done.catch(reject);
@@ -79,4 +80,22 @@ export async function once({ key, mode, wait = '5s' }) {
   } catch (error) {
     return { error: error.code ?? String(error), heldWith: error.heldWith };
   }
+}
+
+/** `count` executions with `limit` and `weight`, one after another, each inside for `holdMs`, reporting as `hold` does: their tokens. */
+export async function loop({ key, name, limit, weight = 1, count, holdMs }) {
+  const pipeline = new ResiliencePipelineBuilder().addLock({ key, store, limit, weight, ttl: '10s', wait: '30s' }).build();
+  const tokens = [];
+  for (let i = 0; i < count; i++) {
+    tokens.push(
+      await pipeline.execute(async (context) => {
+        const token = getLockToken(context);
+        await window.report('enter', `${name}.${i}`, weight, token);
+        await new Promise((resolve) => setTimeout(resolve, holdMs));
+        await window.report('leave', `${name}.${i}`, weight, token);
+        return token;
+      }),
+    );
+  }
+  return tokens;
 }

@@ -32,12 +32,15 @@
  * - Shared and exclusive leases (`mode`, as permits of SHARED_LIMIT) are the Web Lock's
  *   own modes (./modes.mjs): readers hold it together, each with its own lease and a
  *   token of its own from the one counter, so every grant's token, a reader's too,
- *   exceeds every token granted before on the origin. Other limits are refused.
+ *   exceeds every token granted before on the origin.
+ * - Other limits are counted: each permit is a Web Lock of its own, granted by whoever
+ *   holds the key's Web Lock exclusively after counting those held (./limits.mjs).
  */
 
 import { GrantListeners, acquireOptions, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
 import * as records from './inspect.mjs';
-import { disagreement, keyLimit, lockMode } from './modes.mjs';
+import { permitName, permitsHeld, somePermitReturns } from './limits.mjs';
+import { disagreement, keyLimit, leaseKind } from './modes.mjs';
 
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
@@ -50,6 +53,8 @@ export class TabLockStore {
   #leases = new Map();
   /** Owners of this tab or worker queued in the browser's Web Lock queue: key -> owner -> waiter. */
   #waiters = new Map();
+  /** Queued owners whose grant found the key used another way: [key, owner] as JSON -> `{ limit }`, told at their next try. */
+  #refused = new Map();
   #listeners = new GrantListeners();
   #locks;
   #indexedDB;
@@ -90,28 +95,33 @@ export class TabLockStore {
     return true;
   }
 
-  /** Shared and exclusive leases, no other limit (./modes.mjs). */
+  /** Limit, weight and mode: modes as the Web Lock's own (./modes.mjs), other limits counted (./limits.mjs). */
   get permits() {
-    return 'modes';
+    return true;
   }
 
   /**
    * Takes the lease on `key` for `owner` if the origin's holders leave room for it (none
-   * for an exclusive or plain lease, only readers for a reader) and nobody waits, and
+   * for an exclusive or plain lease, only readers for a reader, `weight` of the `limit`
+   * for a permit) and nobody waits, and
    * answers `{ fencingToken }`; `{ limit }` when the key is used the other way (plain vs
    * modes); else `undefined` (also for the same owner: not reentrant), after queueing
    * `owner` when `options.queue` is true. A queued owner's later tries answer the lease
    * once it was granted; a try without `queue` takes it out of the queue. Rejects when
-   * IndexedDB fails (the Web Lock is then let go); a TypeError for a limit other than
-   * modes.
+   * IndexedDB fails (the Web Lock is then let go).
    */
   async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
     const { queue, limit, weight } = acquireOptions(options);
-    const permits = { mode: lockMode(limit, weight), limit: limit === 1 ? undefined : limit, weight: limit === 1 ? undefined : weight };
+    const permits = leaseKind(limit, weight);
     this.#checkOpen();
+    const refusal = this.#refused.get(JSON.stringify([key, owner]));
+    if (refusal !== undefined) {
+      this.#refused.delete(JSON.stringify([key, owner]));
+      return refusal;
+    }
     const own = this.#live(key, owner);
     if (own?.granted) {
       // A lease granted to this owner while it was queued, asked again: counted from this try.
@@ -134,9 +144,10 @@ export class TabLockStore {
       if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
       return undefined;
     }
-    const taken = await this.#request(key, owner, ttlMs, permits, { mode: permits.mode, ifAvailable: true });
+    const taken = await this.#ask(key, owner, ttlMs, permits, { ifAvailable: true });
+    if (taken?.mismatch !== undefined) return { limit: taken.mismatch };
     if (taken !== undefined) return { fencingToken: taken.token };
-    const refused = await disagreement(this.#locks, () => this.#open(), this.#lockName(key), key, asked);
+    const refused = await disagreement(this.#locks, () => this.#open(), this.#prefix, this.#lockName(key), key, asked);
     if (refused !== undefined) return refused;
     if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
     return undefined;
@@ -160,6 +171,7 @@ export class TabLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
+    this.#refused.delete(JSON.stringify([key, owner]));
     const waiter = this.#waiters.get(key)?.get(owner);
     if (waiter !== undefined) this.#leaveQueue(key, waiter);
     const lease = this.#live(key, owner);
@@ -181,7 +193,7 @@ export class TabLockStore {
   /** Who holds `key` in the origin and who waits, from the Web Locks and their records (inspect.mjs). */
   async inspect(key) {
     checkString('key', key);
-    return records.inspectTabs(this.#locks, await this.#open(), this.#lockName(key), key);
+    return records.inspectTabs(this.#locks, await this.#open(), this.#prefix, key);
   }
 
   /** The keys held in the origin under this store's prefix that start with `prefix`. */
@@ -200,7 +212,7 @@ export class TabLockStore {
     checkString('key', key);
     const { held = [] } = await this.#locks.query();
     const name = this.#lockName(key);
-    return held.some((lock) => lock.name === name);
+    return held.some((lock) => lock.name === name) || permitsHeld(held, this.#prefix, key).length > 0;
   }
 
   /**
@@ -209,6 +221,7 @@ export class TabLockStore {
    */
   async close() {
     this.#closed = true;
+    this.#refused.clear();
     for (const [key, waiters] of [...this.#waiters]) for (const waiter of [...waiters.values()]) this.#leaveQueue(key, waiter);
     const leases = [...this.#leases.values()].flatMap((byOwner) => [...byOwner.values()]);
     await Promise.all(leases.map((lease) => this.#end(lease)));
@@ -228,16 +241,34 @@ export class TabLockStore {
   }
 
   /**
-   * Asks the browser for the Web Lock of `key` with `lockOptions`; once granted, takes a
-   * token and keeps the lock until the lease ends. `permits`: `{ mode, limit, weight }`
-   * (./modes.mjs). Resolves the lease, or undefined when `ifAvailable` found it taken;
-   * rejects when the request was aborted or IndexedDB failed.
+   * Asks for `owner`'s lease on `key` as `permits` holds it (`{ mode, limit, weight }`,
+   * ./modes.mjs): the key's Web Lock in `mode`, or a counted permit. `lockOptions`:
+   * `{ ifAvailable }` for a try, `{ signal }` for a waiter. Resolves the lease;
+   * undefined when a try found no room; `{ mismatch: <the key's limit> }` when the key
+   * turned out to be used another way. Rejects when aborted or IndexedDB failed.
    */
-  #request(key, owner, ttlMs, permits, lockOptions) {
+  #ask(key, owner, ttlMs, permits, lockOptions) {
+    if (permits.mode === undefined) return this.#requestPermit(key, owner, ttlMs, permits, lockOptions);
+    return this.#request(key, owner, ttlMs, permits, { ...lockOptions, mode: permits.mode });
+  }
+
+  /**
+   * Asks the browser for the Web Lock `name` (default: the key's) with `lockOptions`;
+   * once granted, takes a token and keeps the lock until the lease ends. The key's own
+   * lock checks first that no permit lock of the key is held (./limits.mjs): then it
+   * resolves `{ mismatch }` and lets the lock go. See #ask for the rest.
+   */
+  #request(key, owner, ttlMs, permits, lockOptions, name = this.#lockName(key)) {
     return new Promise((resolve, reject) => {
-      const held = this.#locks.request(this.#lockName(key), lockOptions, async (lock) => {
+      const held = this.#locks.request(name, lockOptions, async (lock) => {
         if (lock === null) return resolve(undefined);
         const grantedAt = now();
+        if (name === this.#lockName(key)) {
+          // Holding the key's lock, no permit can be granted: a count now is exact.
+          const { held: locks = [] } = await this.#locks.query();
+          const permitsOfKey = permitsHeld(locks, this.#prefix, key);
+          if (permitsOfKey.length > 0) return resolve({ mismatch: permitsOfKey[0].limit }); // returning lets it go
+        }
         const lease = { key, owner, ...permits, token: 0, grantedAt, expiresAt: 0, timer: undefined, end: undefined, released: held, granted: false };
         try {
           lease.token = await this.#nextToken(lease, ttlMs);
@@ -253,6 +284,39 @@ export class TabLockStore {
         await ended;
       });
       held.catch(reject);
+    });
+  }
+
+  /**
+   * A counted permit (./limits.mjs): holding the key's Web Lock exclusively, counts the
+   * permit locks held and takes one of its own when `permits.weight` fits; a waiter
+   * that does not fit keeps the key's lock and waits for a permit to return. See #ask.
+   */
+  #requestPermit(key, owner, ttlMs, permits, lockOptions) {
+    return new Promise((resolve, reject) => {
+      const gate = this.#locks.request(this.#lockName(key), { ...lockOptions, mode: 'exclusive' }, async (lock) => {
+        if (lock === null) return resolve(undefined);
+        const returned = new Set(); // permit locks seen let go by their holders (./limits.mjs)
+        try {
+          for (;;) {
+            const { held = [] } = await this.#locks.query();
+            const holders = permitsHeld(held, this.#prefix, key).filter((holder) => !returned.has(holder.name));
+            const other = holders.find((holder) => holder.limit !== permits.limit);
+            if (other !== undefined) return resolve({ mismatch: other.limit });
+            const used = holders.reduce((sum, holder) => sum + holder.weight, 0);
+            if (used + permits.weight <= permits.limit) {
+              const name = permitName(this.#prefix, key, permits.limit, permits.weight, owner);
+              // The permit lock is granted (and its token taken) before the key's lock is let go.
+              return resolve(await this.#request(key, owner, ttlMs, permits, { ifAvailable: true }, name));
+            }
+            if (lockOptions.ifAvailable) return resolve(undefined);
+            returned.add(await somePermitReturns(this.#locks, holders.map((holder) => holder.name), lockOptions.signal));
+          }
+        } catch (error) {
+          return reject(error); // returning lets the key's lock go
+        }
+      });
+      gate.catch(reject);
     });
   }
 
@@ -365,10 +429,15 @@ export class TabLockStore {
       }, () => {});
     record();
     waiter.refresh = setInterval(record, records.REFRESH_MS);
-    this.#request(key, owner, ttlMs, permits, { mode: permits.mode, signal: waiter.abort.signal }).then(
+    this.#ask(key, owner, ttlMs, permits, { signal: waiter.abort.signal }).then(
       (lease) => {
         const queued = this.#waiters.get(key)?.get(owner) === waiter;
         if (queued) this.#forget(key, waiter);
+        if (lease === undefined) return;
+        if (lease.mismatch !== undefined) {
+          if (queued) this.#refused.set(JSON.stringify([key, owner]), { limit: lease.mismatch });
+          return;
+        }
         if (!queued || !this.#offer(lease)) this.#end(lease);
       },
       () => this.#forget(key, waiter), // aborted while queued, or IndexedDB failed: the next try queues again

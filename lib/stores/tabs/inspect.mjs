@@ -21,6 +21,7 @@
  */
 
 import { permitsShown } from '../shared/store-support.mjs';
+import { parsePermitName, permitsHeld } from './limits.mjs';
 
 export const HOLDERS = 'holders';
 export const WAITERS = 'waiters';
@@ -89,14 +90,21 @@ function request(r) {
 }
 
 /**
- * `{ key, holders, waiters, limit? }` of `key`, whose Web Lock is `name`; undefined when
- * none. Holders oldest grant first, with their weight and mode on a key used with modes
- * (then `limit` is SHARED_LIMIT).
+ * `{ key, holders, waiters, limit? }` of `key` under the store's `prefix`; undefined
+ * when none. Holders oldest grant first, with their weight (and mode on a key used with
+ * modes) and the key's `limit` on a key held with permits. On a key with permit locks
+ * (./limits.mjs), its own lock is held by the first waiter, not a holder.
  */
-export async function inspectTabs(locks, db, name, key) {
+export async function inspectTabs(locks, db, prefix, key) {
+  const name = `${prefix}:${key}`;
   const { held = [], pending = [] } = await locks.query();
-  const holding = held.filter((lock) => lock.name === name).length;
-  const queued = pending.filter((lock) => lock.name === name).length;
+  const permits = permitsHeld(held, prefix, key).length;
+  let holding = held.filter((lock) => lock.name === name).length;
+  let queued = pending.filter((lock) => lock.name === name).length;
+  if (permits > 0) {
+    queued += holding;
+    holding = permits;
+  }
   if (holding === 0 && queued === 0) return undefined;
   const tx = db.transaction([HOLDERS, WAITERS], 'readonly');
   const [holderList, records, ids] = await Promise.all([
@@ -123,12 +131,16 @@ export async function inspectTabs(locks, db, name, key) {
 /** The keys held in the origin under `prefix` (the store's) that start with `start`. */
 export async function* listTabs(locks, prefix, start, limit) {
   const { held = [] } = await locks.query();
-  const head = `${prefix}:${start}`;
+  const keys = new Set();
+  for (const { name } of held) {
+    // A key's own Web Lock, or a permit lock of a key held with limit (./limits.mjs).
+    const key = name.startsWith(`${prefix}:`) ? name.slice(prefix.length + 1) : parsePermitName(prefix, name)?.key;
+    if (typeof key === 'string' && key.startsWith(start)) keys.add(key);
+  }
   let left = limit;
-  for (const name of new Set(held.map((lock) => lock.name))) {
+  for (const key of keys) {
     if (left <= 0) return;
-    if (!name.startsWith(head)) continue;
     left -= 1;
-    yield name.slice(prefix.length + 1);
+    yield key;
   }
 }
