@@ -19,11 +19,11 @@ export declare class TabLockStore implements LockStore, InspectableStore {
   constructor(options?: TabLockStoreOptions);
   readonly grantsOnRelease: true;
   /**
-   * Shared and exclusive leases only (`mode`), as the Web Lock's own modes; a `limit`
-   * is refused: navigator.locks counts no holders that fencing tokens could follow.
+   * Keeps permits: `mode` as the Web Lock's own modes; `limit` and `weight` as one Web
+   * Lock per permit, granted by whoever holds the key's Web Lock after counting them.
    */
-  readonly permits: 'modes';
-  /** `{ limit }`: the key is used the other way (plain vs `mode`) in the origin. */
+  readonly permits: true;
+  /** `{ limit }`: the key is held or awaited with another limit in the origin (a plain lease's is 1). */
   acquire(
     key: string,
     owner: string,
