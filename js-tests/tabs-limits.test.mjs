@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { TabPages, pageUntil, tabsSkip } from './support/tabs-pages.mjs';
-import { Inside, assertRising, grantsReach, openPermitsPage } from './support/tabs-permits.mjs';
+import { Inside, assertFenced, assertRising, grantsReach, openPermitsPage } from './support/tabs-permits.mjs';
 
 const skip = tabsSkip;
 const SHARED_LIMIT = 2147483647;
@@ -145,7 +145,8 @@ test('pipelines with limit 3 and weights 1 and 2 in three pages: never more than
   assert.ok(inside.most >= 2, `several permits at once, saw ${inside.most}`);
   const entered = inside.log.filter((e) => e.event === 'enter');
   assert.equal(entered.length, 16);
-  assertRising(entered.map((e) => e.token), 'tokens in grant order');
+  assert.equal(new Set(entered.map((e) => e.token)).size, 16, 'a token per grant');
+  assertFenced(inside.log); // grants in several pages at once may report in any order
   for (const tokens of runs) assertRising(tokens, "each loop's tokens");
   assert.deepEqual(pages.problems, []);
 });

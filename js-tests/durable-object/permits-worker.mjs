@@ -238,7 +238,7 @@ const scenarios = {
   },
 };
 
-/** Per key: the weight inside now, the most seen, and each execution's grant in order. */
+/** Per key: the weight inside now, the most seen, each execution's grant, and enters and leaves in order. */
 const seen = new Map();
 
 /** One pipeline execution with the request's `limit`, `weight` and `mode`, holding `hold` ms. */
@@ -249,7 +249,7 @@ async function run(store, params) {
   const lock = { key, store, ttl: params.get('ttl') ?? '10s', wait: params.get('wait') ?? '20s', limit: number('limit') };
   if (params.has('weight')) lock.weight = weight;
   const pipeline = new ResiliencePipelineBuilder().addLock(lock).build();
-  if (!seen.has(key)) seen.set(key, { inside: 0, most: 0, grants: [] });
+  if (!seen.has(key)) seen.set(key, { inside: 0, most: 0, grants: [], log: [] });
   const state = seen.get(key);
   try {
     return await pipeline.execute(async (context) => {
@@ -257,8 +257,10 @@ async function run(store, params) {
       state.inside += weight;
       state.most = Math.max(state.most, state.inside);
       state.grants.push({ name: params.get('name'), token });
+      state.log.push({ event: 'enter', token });
       await sleep(Number(params.get('hold') ?? 0));
       state.inside -= weight;
+      state.log.push({ event: 'leave', token });
       return { token };
     });
   } catch (error) {

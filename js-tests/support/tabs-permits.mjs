@@ -23,6 +23,18 @@ export function assertRising(tokens, what) {
 }
 
 /**
+ * Whoever went in after another came out has a larger token: `log` as `Inside` keeps it
+ * (each leave is reported before the lease is let go, each enter after the grant).
+ */
+export function assertFenced(log) {
+  let left = 0;
+  for (const { event, token } of log) {
+    if (event === 'leave') left = Math.max(left, token);
+    else assert.ok(token > left, `token ${token} after ${left} came out: ${JSON.stringify(log)}`);
+  }
+}
+
+/**
  * What the pages' pipelines report (`window.report`, exposed on each page by `watch`):
  * who is inside with which weight or mode, the most weight inside at once, and the
  * violations (more than `limit` inside; a writer with anyone).
