@@ -71,6 +71,7 @@ const { PostgresListener, channelOf } = require('./listen.cjs');
 const { warnPollingOnce } = require('./polling-warning.cjs');
 const { postgresInspector, listIndex } = require('./inspect.cjs');
 const { checkListOptions } = require('../../common/list-options.cjs');
+const { acquireOptions } = require('../shared/permits.cjs');
 
 // A serialization failure means another session's statement on the key committed
 // meanwhile; run again, the statement sees it. More than one in a row takes a key
@@ -184,6 +185,12 @@ class PostgresLockStore {
         { cause: err },
       );
     }
+    // A table made before permits gains their column; looked for first, so that a start
+    // takes no exclusive lock on a table in use.
+    await this.#client.query(this.#sql.checkPermits).catch((err) => {
+      if (err == null || err.code !== '42703') throw err;
+      return this.#client.query(this.#sql.addPermits);
+    });
     // The index `list` walks (inspect.cjs); racing creators meet as for the table.
     const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
     await this.#client.query(index).catch((err) => {
@@ -193,24 +200,39 @@ class PostgresLockStore {
   }
 
   /**
-   * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
-   * fencing token, or `undefined` when the key is held (by anyone, this owner included:
-   * locks are not reentrant) or keeps failing to serialize with other sessions'
-   * statements on it. Rejects with the client's error when the database fails.
+   * Takes the lease on `key` for `ttlMs` if no live lease exists, or with `{ limit,
+   * weight }` `weight` of the key's `limit` permits (permit-statements.cjs). Resolves to
+   * `{ fencingToken }`; `undefined` when the key is held (by anyone, this owner included:
+   * locks are not reentrant), waited for ahead of this owner, or keeps failing to
+   * serialize with other sessions' statements on it; `{ limit }` when the key is held
+   * (or waited for) with another limit than the lock's (a plain lease is a limit of 1).
+   * Rejects with the client's error when the database fails.
    */
-  async acquire(key, owner, ttlMs) {
+  async acquire(key, owner, ttlMs, options) {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
+    const { limit, weight } = acquireOptions(options);
+    const permits = limit !== undefined && limit > 1;
     let rows;
     try {
-      rows = await this.#statement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
+      rows = permits
+        ? await this.#statement(this.#sql.permitAcquire, [key, owner, ttlMs, limit, weight], 'acquire')
+        : await this.#statement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
     } catch (err) {
       if (isSerializationFailure(err)) return undefined; // contended: nothing was taken
       throw err;
     }
     if (rows.length === 0) return undefined;
-    return { fencingToken: toToken(rows[0].token) };
+    const [row] = rows;
+    if (row.token != null) return { fencingToken: toToken(row.token) };
+    const held = Number(row.lim);
+    return held !== (permits ? limit : 1) ? { limit: held } : undefined;
+  }
+
+  /** Keeps permits: `limit`, `weight` and `mode` (README, "Limits and shared reads"). */
+  get permits() {
+    return true;
   }
 
   /**
