@@ -319,7 +319,7 @@ describe('through the engine', () => {
     assert.deepEqual(holders.map((h) => h.mode), ['exclusive']);
   });
 
-  test('processes with limit 3 (weights 1 and 2) never have more than 3 inside', async () => {
+  test('processes with limit 3 (weights 1 and 2) never have more than 3 inside', async (t) => {
     const key = uniqueKey('pg fleet');
     await pool.query('CREATE TABLE IF NOT EXISTS inside (key text PRIMARY KEY, now int NOT NULL, peak int NOT NULL, runs int NOT NULL)');
     await pool.query('INSERT INTO inside VALUES ($1, 0, 0, 0)', [key]);
@@ -328,8 +328,10 @@ describe('through the engine', () => {
     );
     try {
       await within(FLEET_READY_MS, 'every worker connected', Promise.all(workers.map((w) => w.ready)));
+      const started = performance.now();
       for (const w of workers) w.go();
       const results = await within(FLEET_DONE_MS, 'the fleet finished', Promise.all(workers.map((w) => w.result)));
+      t.diagnostic(`fleet wall time ${Math.round(performance.now() - started)} ms for ${4 * 2 * 8} executions`);
       for (const r of results) assert.deepEqual(r.errors, []);
       const { rows } = await pool.query('SELECT now, peak, runs FROM inside WHERE key = $1', [key]);
       assert.equal(rows[0].now, 0);

@@ -32,7 +32,9 @@
  * contended: the engine polls again), and the others reject with the error.
  *
  * The table. One row per key locked (and not pruned since):
- *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint
+ *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint,
+ *   permits jsonb (NULL but on a key held with permits; added by `ensureSchema()` to a
+ *   table made before it)
  * `key_digest` is sha256 of the key's UTF-8 bytes, computed by the statements
  * (PostgreSQL 11 or later): a btree entry holds at most about 2.7 kB, so a primary key
  * on the key itself would refuse long keys that do not compress. Every statement finds
@@ -44,6 +46,19 @@
  * accounts, resources) that is nothing; for unbounded keys (request ids, ...) call
  * `prune(idleMs)` from time to time: it deletes the rows of keys free for at least
  * `idleMs`, and tokens stay monotonic for those keys too.
+ *
+ * Permits (`limit`, `weight`; a `mode` reaches the store as permits of 2147483647). A
+ * key held with permits keeps its holders in its row's `permits` column (jsonb), each
+ * with its own expiry and token from the key's one counter; `renew` and `release` act on
+ * the owner's permit, whichever kind it holds. The key has one limit while anyone holds
+ * or waits: another limit (a plain acquire is a limit of 1) is answered `{ limit }`.
+ * Releases are announced as for leases. Across processes the row keeps waiters' places
+ * (permit-statements.cjs): a waiter refused twice reserves its weight against later
+ * arrivals, so a heavy or exclusive waiter is not overtaken; a try that will not wait
+ * (refused once) holds nobody up, and a place lapses 3 s after its owner's last try. It is
+ * FIFO among waiters that keep trying (every release wakes them; a lapse is noticed at
+ * their next poll, as for leases); a waiter's place is taken at its first try, so one
+ * arriving between another's first and second try may pass it.
  *
  * Wake-on-release. Released leases are announced with NOTIFY on a channel per key,
  * `leasehold_<md5(schema.table NUL key)>` (42 characters: any key, of any length,
@@ -283,7 +298,11 @@ class PostgresLockStore {
     }
   }
 
-  /** The holder of `key`, undefined when free; no waiters: the table keeps no queue (inspect.cjs). */
+  /**
+   * The holder of `key`, undefined when free; no waiters for plain leases (the table
+   * keeps no queue for them); the holders, waiters and `limit` of a key held with
+   * permits (inspect.cjs).
+   */
   async inspect(key) {
     checkText('key', key);
     return this.#inspector.inspect(key);

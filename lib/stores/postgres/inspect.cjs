@@ -39,7 +39,7 @@ function inspectStatements(table) {
   // prefix's range].
   const page = (bounded) => `SELECT key_digest, key, ${head} AS head FROM ${table}
 WHERE (${head}, key_digest) > ($1::text COLLATE "C", $2::bytea)${bounded ? ` AND ${head} < ($5::text COLLATE "C")` : ''}
-  AND starts_with(key, $3::text) AND expires_at > clock_timestamp()
+  AND starts_with(key, $3::text) AND (owner IS NOT NULL OR permits IS NOT NULL) AND expires_at > clock_timestamp()
 ORDER BY ${head}, key_digest LIMIT $4::int`;
   return {
     inspect: `SELECT owner, token::text AS token, ${left} AS ms, permits,
