@@ -46,7 +46,7 @@ describe(`the fast path (${engine})`, () => {
     const store = new MemoryLockStore({ timeProvider: clock });
     for (const key of ['k', 'ключ-😀', 'job:42']) {
       assert.equal(busy(clock, store, key), 0);
-      internals.call(() => internals.hostOf(clock).engine.memAcquire(storeIdOf(store), key, 'someone', 1000));
+      internals.call(() => internals.hostOf(clock).engine.memAcquire(storeIdOf(store), key, 'someone', 1000, 1, 1));
       assert.equal(busy(clock, store, key), 1, `the engine's lease on ${key} is seen in the host's bucket`);
     }
   });

@@ -43,7 +43,7 @@ function result(engine, word) {
 test(`start runs at once under the token in the payload; finish hands off to the waiter by id (${engineName})`, () => {
   const engine = newEngine();
   const store = engine.createMemoryStore();
-  const lock = engine.defineLock(P.STORE_MEMORY, store, 'protocol:handoff', 30_000, -1, '');
+  const lock = engine.defineLock(P.STORE_MEMORY, store, 'protocol:handoff', 30_000, -1, '', 1, 1);
   const started = engine.startDefined(1, P.OPTION_RENEW, lock);
   assert.equal(result(engine, started), P.STARTED_RUNNING);
   const first = P.payloadOf(started);
@@ -66,7 +66,7 @@ test(`start runs at once under the token in the payload; finish hands off to the
 test(`without a handoff the waiter's run is an effect carrying its token (${engineName})`, () => {
   const engine = newEngine();
   const store = engine.createMemoryStore();
-  const lock = engine.defineLock(P.STORE_MEMORY, store, 'protocol:run', 30_000, -1, '');
+  const lock = engine.defineLock(P.STORE_MEMORY, store, 'protocol:run', 30_000, -1, '', 1, 1);
   assert.equal(result(engine, engine.startDefined(1, P.OPTION_RENEW, lock)), P.STARTED_RUNNING);
   assert.equal(result(engine, engine.startDefined(2, P.OPTION_RENEW, lock)), 0);
   const finished = engine.finish(1, true, false);
@@ -77,7 +77,7 @@ test(`without a handoff the waiter's run is an effect carrying its token (${engi
 
 test(`a JS store's calls come back in status words, and its answers run and settle there (${engineName})`, () => {
   const engine = newEngine();
-  const lock = engine.defineLock(P.STORE_POLLED, 1, 'protocol:js', 30_000, 0, '');
+  const lock = engine.defineLock(P.STORE_POLLED, 1, 'protocol:js', 30_000, 0, '', 1, 1);
   const started = engine.startDefined(3, P.OPTION_RENEW | P.OPTION_DIRECT, lock);
   assert.equal(result(engine, started), P.STARTED_STORE_CALL);
   const acquire = P.payloadOf(started);
@@ -97,7 +97,7 @@ test(`a JS store's calls come back in status words, and its answers run and sett
 
 test(`as effects, a store call names its key and owner, and a store's failure its error (${engineName})`, () => {
   const engine = newEngine();
-  const lock = engine.defineLock(P.STORE_POLLED, 1, 'protocol:call', 30_000, 0, '');
+  const lock = engine.defineLock(P.STORE_POLLED, 1, 'protocol:call', 30_000, 0, '', 1, 1);
   const started = engine.startDefined(4, P.OPTION_RENEW, lock);
   assert.equal(P.resultOf(P.statusOf(started)), 0);
   assert.ok(P.statusOf(started) & P.STATUS_EFFECTS);
@@ -127,12 +127,12 @@ test(`as effects, a store call names its key and owner, and a store's failure it
 test(`extend and memRelease answer by name (${engineName})`, () => {
   const engine = newEngine();
   const store = engine.createMemoryStore();
-  const started = engine.start(5, P.OPTION_MANUAL, P.STORE_MEMORY, store, 'protocol:lease', 1_000, 0, '');
+  const started = engine.start(5, P.OPTION_MANUAL, P.STORE_MEMORY, store, 'protocol:lease', 1_000, 0, '', 1, 1);
   assert.equal(result(engine, started), P.STARTED_RUNNING);
   assert.equal(result(engine, engine.extend(5, 2_000)), P.EXTENDED);
   assert.equal(result(engine, engine.finish(5, true, false)), P.FINISHED_VALUE);
 
-  assert.notEqual(engine.memAcquire(store, 'protocol:mem', 'me', 1_000), undefined);
+  assert.notEqual(engine.memAcquire(store, 'protocol:mem', 'me', 1_000, 1, 1), undefined);
   assert.equal(result(engine, engine.memRelease(store, 'protocol:mem', 'me')), P.MEMORY_RELEASED);
   assert.equal(result(engine, engine.memRelease(store, 'protocol:mem', 'me')), 0, 'released already');
 });

@@ -77,6 +77,18 @@ test('the quick start has at most 10 lines of code', () => {
   assert.ok(lines.length <= 10, `${lines.length} lines`);
 });
 
+test('Limits: ten calls, never more than three at once', async () => {
+  const { code, stdout, stderr } = await runSnippet('semaphore');
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, 'at most 3 at once\n');
+});
+
+test('Shared reads: the readers overlap, the writer runs alone after them under a larger token', async () => {
+  const { code, stdout, stderr } = await runSnippet('read-write');
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, "read A in, read B in, read A out, read B out, write in, write out\nthe writer's token exceeds the readers'\n");
+});
+
 test('Redis: builds the report, skips it while another instance holds the key, then exits', async () => {
   const first = await runSnippet('redis', { REDIS_URL: redis.url });
   assert.equal(first.code, 0, first.stderr);
@@ -164,7 +176,7 @@ test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, t
 });
 
 test('every snippet the README marks is tested here, and type-checked verbatim', () => {
-  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'redis']);
+  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'read-write', 'redis', 'semaphore']);
   // js-tests/types/readme-NAME.mjs is what `tsc -p js-tests/types` checks (nodenext and bundler).
   for (const [name, source] of snippets()) {
     const typed = fs.readFileSync(path.join(root, 'js-tests', 'types', `readme-${name}.mjs`), 'utf8');

@@ -85,7 +85,7 @@ function measure(binding) {
   };
   let id = 1;
   // Uncontended: startDefined + finish, as a pipeline with one fixed key runs.
-  const keyLock = engine.defineLock(MEMORY, store, 'bench:key', 30_000, 0, '');
+  const keyLock = engine.defineLock(MEMORY, store, 'bench:key', 30_000, 0, '', 1, 1);
   check(keyLock >= 0, `defineLock returned ${keyLock}`);
   for (let i = 0; i < N; i++) {
     const a = performance.now();
@@ -103,7 +103,7 @@ function measure(binding) {
   // Uncontended with `start` (no defined lock); its finish is the one above.
   for (let i = 0; i < N; i++) {
     const a = performance.now();
-    const started = engine.start(id, RENEW, MEMORY, store, 'bench:key', 30_000, 0, '');
+    const started = engine.start(id, RENEW, MEMORY, store, 'bench:key', 30_000, 0, '', 1, 1);
     const b = performance.now();
     t.start += b - a;
     check(resultOf(statusOf(started)) === STARTED_RUNNING, `start status ${started}`);
@@ -112,7 +112,7 @@ function measure(binding) {
     id += 1;
   }
   // Handoff: one holder, one waiter, repeated.
-  const handoffLock = engine.defineLock(MEMORY, store, 'bench:handoff', 30_000, FOREVER, '');
+  const handoffLock = engine.defineLock(MEMORY, store, 'bench:handoff', 30_000, FOREVER, '', 1, 1);
   let holder = id++;
   check(resultOf(statusOf(engine.startDefined(holder, RENEW, handoffLock))) === STARTED_RUNNING, 'holder not running');
   let waiter = id++;
@@ -169,7 +169,7 @@ function measure(binding) {
   // calls come back in the status words of start and finish, and the answers are
   // direct (the host runs and settles the execution from their status words); the
   // host's finish asks for a handoff, but there is no waiter to hand off to.
-  const jsLock = engine.defineLock(POLLED, 1, 'bench:js', 30_000, 0, '');
+  const jsLock = engine.defineLock(POLLED, 1, 'bench:js', 30_000, 0, '', 1, 1);
   const x = { startJs: 0, ownerAcquire: 0, answerAcquire: 0, finishJs: 0, answerRelease: 0 };
   for (let i = 0; i < N; i++) {
     const exec = id++;
