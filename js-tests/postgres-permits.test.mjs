@@ -17,6 +17,7 @@ import { startPostgres, waitFor } from './support/postgres.mjs';
 import { noUnhandledRejections, within } from './support/async.mjs';
 import { FLEET_DONE_MS, FLEET_READY_MS, startFleetWorker } from './support/fleet.mjs';
 import { uniqueKey } from './support/keys.mjs';
+import { startPgBouncer } from './support/pgbouncer.mjs';
 
 noUnhandledRejections(before, after);
 
@@ -373,4 +374,40 @@ describe('through the engine', () => {
       holder.child.kill('SIGKILL');
     }
   });
+});
+
+test('through PgBouncer in transaction mode (LISTEN on a direct client): readers together, then the writer', async () => {
+  const bouncer = await startPgBouncer(server, { poolMode: 'transaction', poolSize: 2 });
+  const pooled = new pg.Pool({ ...bouncer.connectionOptions, max: 4 });
+  pooled.on('error', noop);
+  const direct = new pg.Client(server.connectionOptions);
+  direct.on('error', noop);
+  await direct.connect();
+  const table = `bounced_${process.pid}`;
+  const bounced = new PostgresLockStore({ client: pooled, table, transactionPooling: true, listenClient: direct });
+  try {
+    await bounced.ensureSchema();
+    const key = uniqueKey('pg bounced');
+    let inside = 0;
+    let all;
+    const together = new Promise((resolve) => {
+      all = resolve;
+    });
+    const read = () =>
+      withLock({ key, store: bounced, ttl: TTL, wait: 20_000, mode: 'shared' }, async () => {
+        if (++inside === 3) all();
+        await within(10_000, 'three readers inside at once', together);
+        return inside--;
+      });
+    const readers = [read(), read(), read()];
+    await together;
+    const writer = withLock({ key, store: bounced, ttl: TTL, wait: 20_000, mode: 'exclusive' }, () => inside);
+    assert.deepEqual((await Promise.all(readers)).sort(), [1, 2, 3]);
+    assert.equal(await writer, 0, 'the writer ran alone, after the readers');
+  } finally {
+    await bounced.close();
+    await direct.end().catch(noop);
+    await pooled.end().catch(noop);
+    await bouncer.stop();
+  }
 });

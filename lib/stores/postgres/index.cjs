@@ -239,7 +239,8 @@ class PostgresLockStore {
       throw err;
     }
     if (rows.length === 0) return undefined;
-    const [row] = rows;
+    // A plain acquire that took a key may see it held with permits in its snapshot too.
+    const row = rows.find((r) => r.token != null) ?? rows[0];
     if (row.token != null) return { fencingToken: toToken(row.token) };
     const held = Number(row.lim);
     return held !== (permits ? limit : 1) ? { limit: held } : undefined;

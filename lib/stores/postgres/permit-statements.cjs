@@ -11,9 +11,10 @@
  *     "g"/"r": the owner this statement granted / released (read by RETURNING) }
  *
  * Times are database microseconds since the epoch. `expires_at` is the latest expiry of
- * the live holders and confirmed waiters (or the statement's time when there is none):
- * a plain statement sees the key held exactly while permits or their waiters are, and
- * refuses it (statements.cjs answers the key's limit then). Every statement takes the
+ * the live holders and confirmed waiters as of the last acquire (or the statement's time
+ * when there is none), raised by renewals, and the release time once the last holder or
+ * waiter leaves: a plain statement sees the key held while permits or their waiters are
+ * (statements.cjs answers the key's limit then). Every statement takes the
  * key's row lock (ON CONFLICT DO UPDATE, UPDATE) and computes from the row's latest
  * version under it, in one statement: a read of another row would see the statement's
  * snapshot, taken before the lock was waited for.
@@ -46,6 +47,16 @@ function latest(p, n) {
       SELECT v FROM jsonb_each(${p}->'h') AS h(k, v)
       UNION ALL SELECT v FROM jsonb_each(${p}->'q') AS q(k, v) WHERE (v->>'c')::boolean
     ) AS x WHERE (v->>'e')::bigint > ${n}), ${n})`)}`;
+}
+
+/**
+ * Until when the live holders of a permits value `p` hold the key (their latest expiry,
+ * a timestamptz), NULL when none does: what `isLocked` and `ttl` read, which `expires_at`
+ * may exceed (see RENEW).
+ */
+function heldUntil(p) {
+  return `(SELECT ${stamp("max((v->>'e')::bigint)")} FROM jsonb_each(${p}->'h') AS h(k, v)
+    WHERE (v->>'e')::bigint > ${NOW_US})`;
 }
 
 /** The statements on `table` (quoted, schema-qualified) for permits. */
@@ -109,14 +120,17 @@ RETURNING CASE WHEN l.permits->>'g' = $2::text THEN l.token::text END AS token,
 
   /*
    * RENEW (plain leases and permits). $1 key, $2 owner, $3 ttl ms, $4 carried token.
-   * A plain lease as before; a live permit of this owner gets ttl from now, and the
-   * row's expiry follows its latest holder or waiter.
+   * A plain lease as before; a live permit of this owner gets ttl from now. The plain
+   * path must stay as cheap to plan as before permits: no subquery, so the row's expiry
+   * only grows here (the next permit acquire sets it exactly; until then a plain try may
+   * see the key held with permits a little longer, which only a mixed use of the key
+   * notices).
    */
-  const renewed = `jsonb_set(permits, ARRAY['h', $2::text, 'e'], to_jsonb(n + ${ttlUs}))`;
-  const renew = `UPDATE ${table} AS l
-SET expires_at = CASE WHEN owner = $2::text THEN clock_timestamp() + $3::float8 * interval '1 millisecond'
-    ELSE (SELECT ${latest('p', 'n')} FROM (SELECT ${renewed} AS p, n FROM (SELECT ${NOW_US} AS n) AS n) AS r) END,
-  permits = CASE WHEN owner = $2::text THEN permits ELSE (SELECT ${renewed} FROM (SELECT ${NOW_US} AS n) AS n) END,
+  const until = `clock_timestamp() + $3::float8 * interval '1 millisecond'`;
+  const renew = `UPDATE ${table}
+SET expires_at = CASE WHEN owner = $2::text THEN ${until} ELSE greatest(expires_at, ${until}) END,
+  permits = CASE WHEN owner = $2::text THEN permits
+    ELSE jsonb_set(permits, ARRAY['h', $2::text, 'e'], to_jsonb(${NOW_US} + ${ttlUs})) END,
   token = greatest(token, $4::bigint)
 WHERE key_digest = ${digest} AND expires_at > clock_timestamp()
   AND (owner = $2::text OR (owner IS NULL AND (permits->'h'->$2::text->>'e')::bigint > ${NOW_US}))
@@ -125,17 +139,19 @@ RETURNING 1 AS renewed`;
   /*
    * RELEASE (plain leases and permits). $1 key, $2 owner, $3 carried token,
    * [$4 channel]. A plain lease as before; a permit of this owner (or its place in the
-   * queue) is dropped, "r" marking a live permit released. The NOTIFY is sent at
-   * commit, only when a live lease or permit was released.
+   * queue) is dropped, "r" marking a live permit released. The key is free at once when
+   * nobody else holds or waits; else its expiry stays (see RENEW). The NOTIFY is sent
+   * at commit, only when a live lease or permit was released.
    */
-  const dropped = `(SELECT (permits - 'g' - 'r') || jsonb_build_object('h', (permits->'h') - $2::text, 'q', coalesce(permits->'q', '{}') - $2::text)
-      || CASE WHEN (permits->'h'->$2::text->>'e')::bigint > n THEN jsonb_build_object('r', $2::text) ELSE '{}' END
-    FROM (SELECT ${NOW_US} AS n) AS n)`;
+  const left = (part) => `coalesce(permits->'${part}', '{}') - $2::text`;
   const update = `UPDATE ${table} AS l
   SET owner = NULL,
-    expires_at = CASE WHEN owner IS NOT NULL THEN clock_timestamp()
-      ELSE (SELECT ${latest('p', 'n')} FROM (SELECT ${dropped} AS p, ${NOW_US} AS n) AS r) END,
-    permits = CASE WHEN owner IS NOT NULL THEN NULL ELSE ${dropped} END,
+    expires_at = CASE WHEN owner IS NOT NULL OR (${left('h')} = '{}' AND ${left('q')} = '{}') THEN clock_timestamp()
+      ELSE expires_at END,
+    permits = CASE WHEN owner IS NOT NULL THEN NULL
+      ELSE (permits - 'g' - 'r') || jsonb_build_object('h', ${left('h')}, 'q', ${left('q')})
+        || CASE WHEN (permits->'h'->$2::text->>'e')::bigint > ${NOW_US} THEN jsonb_build_object('r', $2::text) ELSE '{}' END
+    END,
     token = greatest(token, $3::bigint)
   WHERE key_digest = ${digest} AND ((owner = $2::text AND expires_at > clock_timestamp())
     OR (owner IS NULL AND (permits->'h' ? $2::text OR permits->'q' ? $2::text)))
@@ -147,4 +163,4 @@ RETURNING 1 AS renewed`;
   return { permitAcquire: acquire, renew, release };
 }
 
-module.exports = { permitStatements, QUEUE_LAPSE_MS };
+module.exports = { permitStatements, heldUntil, QUEUE_LAPSE_MS };

@@ -2,7 +2,7 @@
 // The SQL of a PostgresLockStore: the table, and one statement per store method. Why each
 // statement keeps the promises at the top of index.cjs is said above it.
 
-const { permitStatements } = require('./permit-statements.cjs');
+const { permitStatements, heldUntil } = require('./permit-statements.cjs');
 
 /** `"name"`, with inner quotes doubled: safe for any text. */
 function quoteIdentifier(name) {
@@ -26,6 +26,7 @@ function statements(table, notify) {
    * A key held with permits (permit-statements.cjs) is live by its expires_at too, and
    * then answered with its limit (`lim`): read from the statement's snapshot, a state
    * the key was in during the statement (a refusal changes nothing, so it holds then).
+   * A row with a token wins when there are both (a lapsed key just taken).
    */
   const acquire = `WITH now AS (SELECT clock_timestamp() AS t), taken AS (
 INSERT INTO ${table} AS l (key_digest, key, owner, expires_at, token)
@@ -36,8 +37,8 @@ ON CONFLICT (key_digest) DO UPDATE
 RETURNING l.token::text AS token)
 SELECT token, NULL::bigint AS lim FROM taken
 UNION ALL
-SELECT NULL, (permits->>'l')::bigint FROM ${table}, now
-WHERE key_digest = ${digest} AND owner IS NULL AND permits IS NOT NULL AND expires_at > t AND NOT EXISTS (SELECT 1 FROM taken)`;
+SELECT NULL, (permits->>'l')::bigint FROM ${table}
+WHERE key_digest = ${digest} AND owner IS NULL AND permits IS NOT NULL AND expires_at > clock_timestamp()`;
 
   return {
     create: `CREATE TABLE IF NOT EXISTS ${table} (
@@ -56,9 +57,13 @@ WHERE key_digest = ${digest} AND owner IS NULL AND permits IS NOT NULL AND expir
     acquire,
     // permitAcquire, and renew and release for plain leases and permits alike.
     ...permitStatements(table, notify),
-    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
-    ttl: `SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::float8 AS ms
-FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()`,
+    // A key held with permits: until its last live holder's expiry (waiters do not hold it).
+    isLocked: `SELECT 1 AS locked FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()
+  AND (owner IS NOT NULL OR ${heldUntil('permits')} IS NOT NULL)`,
+    ttl: `SELECT ms FROM (
+  SELECT ceil(extract(epoch FROM CASE WHEN owner IS NULL THEN ${heldUntil('permits')} ELSE expires_at END - clock_timestamp()) * 1000)::float8 AS ms
+  FROM ${table} WHERE key_digest = ${digest} AND expires_at > clock_timestamp()
+) AS left_ms WHERE ms IS NOT NULL`,
     prune: `WITH pruned AS (
   DELETE FROM ${table} WHERE expires_at <= clock_timestamp() - $1::float8 * interval '1 millisecond' RETURNING 1
 )
