@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PostgresLockStore } from 'leasehold/postgres';
-import { LockLimitMismatchError, ResiliencePipelineBuilder, acquireLock, engine, withLock } from './support/leasehold.mjs';
+import { LockLimitMismatchError, acquireLock, engine, withLock } from './support/leasehold.mjs';
 import { startPostgres, waitFor } from './support/postgres.mjs';
 import { noUnhandledRejections, within } from './support/async.mjs';
 import { FLEET_DONE_MS, FLEET_READY_MS, startFleetWorker } from './support/fleet.mjs';
@@ -54,12 +54,6 @@ async function granted(key, owner, options, what = `${owner} granted`) {
     return answer !== undefined;
   });
   return answer;
-}
-
-/** The row's json, for the cases that reach into it. */
-async function permitsOf(key) {
-  const { rows } = await pool.query(`SELECT permits FROM leasehold_locks WHERE key = $1`, [key]);
-  return rows[0]?.permits;
 }
 
 test(`the engine in use is the one asked for (${engine})`, () => {
