@@ -290,6 +290,28 @@ test('ensureSchema adds the permits column to a table made before it, from many 
   await old.close();
 });
 
+test('ensureSchema that may not add the column says which statement to run', async () => {
+  const table = `owned_${process.pid}`;
+  const role = `app_${process.pid}`;
+  await pool.query(`CREATE TABLE ${table} (key_digest bytea PRIMARY KEY, key text NOT NULL, owner text, expires_at timestamptz NOT NULL, token bigint NOT NULL)`);
+  await pool.query(`CREATE ROLE ${role} LOGIN`);
+  // It may create tables (ensureSchema's CREATE TABLE IF NOT EXISTS needs that), but this one is not its own.
+  await pool.query(`GRANT CREATE ON SCHEMA public TO ${role}; GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO ${role}`);
+  const client = new pg.Client({ ...server.connectionOptions, user: role });
+  client.on('error', noop);
+  await client.connect();
+  try {
+    const app = new PostgresLockStore({ client, table });
+    await assert.rejects(app.ensureSchema(), (err) => {
+      assert.match(err.message, new RegExp(`ALTER TABLE "${table}" ADD COLUMN permits jsonb`));
+      assert.equal(err.cause?.code, '42501', 'the database refused it: not the owner');
+      return true;
+    });
+  } finally {
+    await client.end();
+  }
+});
+
 // ---------------------------------------------------------------------------------
 // through the engine, across processes
 // ---------------------------------------------------------------------------------

@@ -101,7 +101,9 @@ export declare class PostgresLockStore implements InspectableStore {
   readonly canSubscribe: boolean;
 
   /**
-   * Creates the table if it does not exist. Idempotent, safe from many processes at once.
+   * Creates the table if it does not exist, and adds the `permits` column to a table made
+   * before permits (rejects naming the statement to run when it cannot). Idempotent, safe
+   * from many processes at once.
    * Rejects when the table exists in an earlier version's shape (no `key_digest`).
    */
   ensureSchema(): Promise<void>;

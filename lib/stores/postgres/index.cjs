@@ -175,8 +175,9 @@ class PostgresLockStore {
   }
 
   /**
-   * Creates the table if it does not exist (the schema itself must exist). Safe to call
-   * from many processes at once, and on every start. Rejects when the table exists in
+   * Creates the table if it does not exist (the schema itself must exist), and adds the
+   * `permits` column to a table made before permits. Safe to call from many processes at
+   * once, and on every start. Rejects when the table exists in
    * the shape of an earlier version of this store (a primary key on `key`, no
    * `key_digest`): drop it, or name another table.
    */
@@ -202,9 +203,17 @@ class PostgresLockStore {
     }
     // A table made before permits gains their column; looked for first, so that a start
     // takes no exclusive lock on a table in use.
-    await this.#client.query(this.#sql.checkPermits).catch((err) => {
+    await this.#client.query(this.#sql.checkPermits).catch(async (err) => {
       if (err == null || err.code !== '42703') throw err;
-      return this.#client.query(this.#sql.addPermits);
+      try {
+        await this.#client.query(this.#sql.addPermits);
+      } catch (alterErr) {
+        throw new Error(
+          `PostgresLockStore: the table ${this.#qualified} has no permits column and it could not be added ` +
+            `(${alterErr?.message}): run ALTER TABLE ${this.#qualified} ADD COLUMN permits jsonb as its owner.`,
+          { cause: alterErr },
+        );
+      }
     });
     // The index `list` walks (inspect.cjs); racing creators meet as for the table.
     const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
