@@ -165,18 +165,11 @@ class EtcdLockStore {
     const queue = asked.queue && !this.#closed;
     const limit = asked.limit ?? 1; // a limit of 1 is a plain lock, its keys plain ones
     if (limit === 1) return this.#acquire(key, owner, ttlMs, queue, limit, undefined);
-    // A permit's answer waits for its token's turn (token-order.cjs).
-    const order = this.#queue.order;
-    const ticket = order.begin(key);
-    let answer;
-    try {
-      answer = await this.#acquire(key, owner, ttlMs, queue, limit, asked.weight);
-    } catch (err) {
-      order.settle(ticket, undefined, noop);
-      throw err;
-    }
+    // Holders granted together may be answered in any order: the engine takes each
+    // token against what it had seen when it asked (core/src/fencing.rs).
+    const answer = await this.#acquire(key, owner, ttlMs, queue, limit, asked.weight);
     if (answer?.fencingToken !== undefined) this.#queue.beforeGrant(key, answer.fencingToken);
-    return order.answer(ticket, answer);
+    return answer;
   }
 
   async #acquire(key, owner, ttlMs, queue, limit, weight) {

@@ -19,7 +19,6 @@
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
 const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange, allRange } = require('./requests.cjs');
 const { standing } = require('./permit-keys.cjs');
-const { TokenOrder } = require('./token-order.cjs');
 
 function noop() {}
 
@@ -45,8 +44,6 @@ class EtcdQueue {
   #leases;
   entries = new Map(); // `${key}\0${owner}` -> entry, for this store's holders and waiters
   listeners = new ReleaseListeners((key) => this.listenersChanged(key));
-  /** Permits' grants, handed on in token order per key (token-order.cjs). */
-  order = new TokenOrder();
   #permitWaiters = new Map(); // key -> this store's permit waiters on it
   #lingerTimers = new Map(); // key -> timer that drops its waiters
   #untilSweep = SWEEP_EVERY;
@@ -140,8 +137,8 @@ class EtcdQueue {
   }
 
   /**
-   * The permit waiter `e` holds: offered to the listeners in its token's turn (see
-   * TokenOrder); once claimed, with `touch`, its key is put again for the waiter behind.
+   * The permit waiter `e` holds: offered to the listeners; once claimed, with `touch`,
+   * its key is put again for the waiter behind.
    */
   letIn(e, touch) {
     this.#notWaiting(e);
@@ -149,11 +146,8 @@ class EtcdQueue {
     e.state = GRANTED;
     if (e.timer !== undefined) clearTimeout(e.timer);
     e.timer = undefined;
-    this.order.grant(e.key, e.rev, () => {
-      if (e.state !== GRANTED) return;
-      this.granted(e);
-      if (touch && e.state === HELD) this.touch(e);
-    });
+    this.granted(e);
+    if (touch && e.state === HELD) this.touch(e);
   }
 
   /** Forgets the holders whose lease ran out by this store's count (see SWEEP_EVERY). */
