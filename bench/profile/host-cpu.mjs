@@ -30,8 +30,10 @@ function instantClient() {
     calls: 0,
     evalsha(_sha, numKeys, ...rest) {
       client.calls += 1;
-      // ACQUIRE is sent with 3 or 5 arguments after its 4 keys, RELEASE with 2.
-      return Promise.resolve(rest.length - numKeys >= 3 ? token++ : 1);
+      // RELEASE's second argument is its settings ("<hand-off ms> <check> [channel]"),
+      // ACQUIRE's the ttl: RELEASE also carries the holder's token, so the count of
+      // arguments does not tell them apart.
+      return Promise.resolve(String(rest[numKeys + 1]).includes(' ') ? 1 : token++);
     },
     eval() {
       return Promise.reject(new Error('eval is not expected: evalsha never fails here'));

@@ -76,7 +76,10 @@ function defineStoreCalls(api) {
         else if (this.storeIds.get(store)?.turn !== undefined && fx.exec !== 0) {
           // The holder's token goes with its renewals and its release: the store's next
           // grant must be larger than every token handed over locally.
-          const carried = { fencingToken: this.engine.layerToken(fx.exec, fx.layer) ?? 0 };
+          // With one lock, its token is the execution's (the engine's `token`, a fast call).
+          const one = this.execs.get(fx.exec)?.locks.length === 1;
+          const token = one ? this.engine.token(fx.exec) : this.engine.layerToken(fx.exec, fx.layer);
+          const carried = { fencingToken: token ?? 0 };
           if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl, carried);
           else pending = store.release(fx.key, fx.owner, carried);
         } else if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl);
