@@ -79,12 +79,14 @@ function defineEngineHost(api) {
             )
           : undefined;
       // A pipeline collected: its definition of its lock goes, and with the last one the
-      // engine's copy of the key (see ResiliencePipeline#defineLock).
+      // engine's copy of the key (see ResiliencePipeline#defineLock); held: its id, or
+      // `{ id }` for the definition of its last key (ResiliencePipeline#keyedLock), -1 or -2 for none.
       this.definedLockGone =
         typeof FinalizationRegistry === 'function'
-          ? new FinalizationRegistry((id) =>
+          ? new FinalizationRegistry((held) =>
               this.guard(() => {
-                this.engine.undefineLock(id);
+                const id = typeof held === 'number' ? held : held.id;
+                if (id >= 0) this.engine.undefineLock(id);
                 return 0;
               }),
             )

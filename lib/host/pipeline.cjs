@@ -101,6 +101,9 @@ function definePipelines(api) {
       // started by id: no key or options cross the boundary per execution.
       this.definedLock = locks.length === 1 && typeof locks[0].key === 'string' ? undefined : -1;
       this.fixedKeys = this.definedLock === undefined ? [locks[0].key] : undefined;
+      // One lock on a JS store, its key given per execution: the definition of the last
+      // key used twice in a row (`keyedLock`); created on first use.
+      this.keyed = this.definedLock === -1 && locks.length === 1 && locks[0].kind !== STORE_MEMORY ? null : undefined;
       // One lock on a memory store, no telemetry (nor OpenTelemetry, which needs the
       // engine's events): a free key is granted without the engine. Not a ttl of 1 ms (or
       // less), whose renewal falls due as the lease lapses: the engine loses such a lease
@@ -121,6 +124,37 @@ function definePipelines(api) {
       // lives (its executions hold it, and copy the key into their own locks).
       if (this.definedLock >= 0) host.definedLockGone?.register(this, this.definedLock);
       return this.definedLock;
+    }
+
+    /**
+     * The engine's definition of this pipeline's lock on `key`, or -1. A key used twice
+     * in a row is defined, so that its next executions start by id (a fast call) instead
+     * of passing key and options each time; the definition of the key before goes
+     * (executions started on it keep their copy), and the last with the pipeline.
+     */
+    keyedLock(key) {
+      let keyed = this.keyed;
+      if (keyed === null) {
+        keyed = this.keyed = { key: undefined, id: -1 };
+        this.host.definedLockGone?.register(this, keyed);
+      }
+      if (key === keyed.key) {
+        if (keyed.id === -1) {
+          const l = this.locks[0];
+          try {
+            // -2: not definable (the engine's table is full); `start` takes it each time.
+            const id = this.host.engine.defineLock(l.kind, l.id, key, l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
+            keyed.id = id >= 0 ? id : -2;
+          } catch {
+            keyed.id = -2; // `start` throws the engine's error for this key
+          }
+        }
+        return keyed.id;
+      }
+      if (keyed.id >= 0) this.host.engine.undefineLock(keyed.id);
+      keyed.key = key;
+      keyed.id = -1;
+      return -1;
     }
 
     /** Runs `callback` while holding every lock of the pipeline; resolves to its value. */
@@ -244,7 +278,8 @@ function definePipelines(api) {
       let status;
       rec.starting = true;
       try {
-        const defined = this.definedLock ?? this.defineLock();
+        let defined = this.definedLock ?? this.defineLock();
+        if (defined < 0 && this.keyed !== undefined) defined = this.keyedLock(keys[0]);
         if (defined >= 0) {
           status = engine.startDefined(id, bits, defined);
         } else {
