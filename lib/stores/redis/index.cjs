@@ -40,7 +40,7 @@ const { acquireOptions } = require('../shared/permits.cjs');
 const { adapterFor, isNoScript, noop } = require('./adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./scripts.cjs');
 const { PERMIT_ACQUIRE } = require('./permit-scripts.cjs');
-const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names.cjs');
+const { encodeKey, keysOfLease, lastKeyNames, toToken, toFlag, parseGrant } = require('./names.cjs');
 const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
 const { RedisSubscriptions } = require('./subscriptions.cjs');
@@ -79,9 +79,8 @@ class RedisLockStore {
   #releaseSettings;
   #releaseSettingsListening;
   #releaseSettingsAtOnce;
-  // The names of the last key used (`#names`): a loop of executions uses one key.
-  #lastKey = undefined;
-  #lastNames = undefined;
+  // `key`'s Redis names, kept for the last key (names.cjs, `lastKeyNames`).
+  #names;
   // With `minReplicas`: which writes wait for replicas (replicas.cjs); else undefined.
   #replicas;
   #inspector;
@@ -108,6 +107,7 @@ class RedisLockStore {
     if (replicas !== undefined) this.#replicas = new ReplicaAcknowledgement(redis, replicas);
     this.#redis = redis;
     this.#prefix = prefix;
+    this.#names = lastKeyNames(prefix, redis.keyPrefix);
     this.#handOffMs = String(handOffAfter);
     this.#handOffTurn = handOffAfter;
     // Redis Cluster counts a PUBLISH's subscribers on one node only.
@@ -146,23 +146,6 @@ class RedisLockStore {
   /** The key prefix in use. */
   get prefix() {
     return this.#prefix;
-  }
-
-  /**
-   * `key`'s Redis names: `lease`, `keys` (lease, token, queue, waiters, in script
-   * order; never changed by whoever receives them) and `channel` (its releases). Kept
-   * for the last key.
-   */
-  #names(key) {
-    if (key === this.#lastKey) return this.#lastNames;
-    const lease = `${this.#prefix}:{${encodeKey(key)}}`;
-    // Releases are announced on the script's KEYS[1] + ':released', and the client adds
-    // its keyPrefix to KEYS but not to the channels it subscribes.
-    const channel = `${this.#redis.keyPrefix}${lease}:released`;
-    const names = { lease, keys: Object.freeze(keysOfLease(lease)), channel };
-    this.#lastKey = key;
-    this.#lastNames = names;
-    return names;
   }
 
   #leaseKey(key) {
@@ -242,13 +225,11 @@ class RedisLockStore {
     const subscriber = this.#subscriptions.connection;
     let reply;
     // #run inlined (and in `release`): one async function less per call, a promise and its jobs.
-    if (queue) reply = await this.#queueingTry(s, key, owner, args);
-    else {
-      try {
-        reply = await this.#redis.evalsha(s.sha, this.#keys(key), args);
-      } catch (err) {
-        reply = await this.#retried(err, s, this.#keys(key), args);
-      }
+    try {
+      reply = queue ? await this.#queueingTry(s, key, owner, args) : await this.#redis.evalsha(s.sha, this.#keys(key), args);
+    } catch (err) {
+      if (queue) throw err;
+      reply = await this.#retried(err, s, this.#keys(key), args);
     }
     // Minus the key's limit: it is held or waited for with another (permit-scripts.cjs).
     if (reply != null && Number(reply) < 0) return { limit: -Number(reply) };
@@ -347,12 +328,11 @@ class RedisLockStore {
     const atOnce = this.#turns.atOnce(lease);
     const args = this.#releaseArgs(owner, atOnce);
     if (carried !== undefined) args.push(carried);
-    const keys = this.#keys(key);
     let reply;
     try {
-      reply = await this.#redis.evalsha(RELEASE.sha, keys, args);
+      reply = await this.#redis.evalsha(RELEASE.sha, this.#keys(key), args);
     } catch (err) {
-      reply = await this.#retried(err, RELEASE, keys, args);
+      reply = await this.#retried(err, RELEASE, this.#keys(key), args);
     }
     if (this.#replicas !== undefined) await this.#replicas.released(this.#keys(key)[1], owner, key, carried);
     if (atOnce) this.#turns.releasedAtOnce(lease); // still a key this store lets go

@@ -47,6 +47,26 @@ function keysOfLease(lease) {
   return [lease, `${lease}:token`, `${lease}:queue`, `${lease}:waiters`];
 }
 
+/**
+ * The Redis names of a store's keys (its `prefix`, the client's `keyPrefix`): for a key,
+ * `lease`, `keys` (lease, token, queue, waiters, in script order; never changed by
+ * whoever receives them) and `channel` (its releases). Kept for the last key: a loop of
+ * executions uses one key.
+ */
+function lastKeyNames(prefix, keyPrefix) {
+  let lastKey;
+  let last;
+  return (key) => {
+    if (key === lastKey) return last;
+    const lease = `${prefix}:{${encodeKey(key)}}`;
+    // Releases are announced on the script's KEYS[1] + ':released', and the client adds
+    // its keyPrefix to KEYS but not to the channels it subscribes.
+    last = { lease, keys: Object.freeze(keysOfLease(lease)), channel: `${keyPrefix}${lease}:released` };
+    lastKey = key;
+    return last;
+  };
+}
+
 function toToken(reply) {
   const n = typeof reply === 'number' ? reply : Number(reply);
   if (!Number.isSafeInteger(n) || n <= 0) {
@@ -78,4 +98,4 @@ function parseGrant(message) {
   return { fencingToken, owner: rest.subarray(0, length).toString(), name: rest.subarray(length).toString() };
 }
 
-module.exports = { encodeKey, keysOfLease, toToken, toFlag, parseGrant };
+module.exports = { encodeKey, keysOfLease, lastKeyNames, toToken, toFlag, parseGrant };
