@@ -43,11 +43,6 @@ macro_rules! binding_surface {
                 self.arm_at
             }
 
-            /// The next engine deadline, if any.
-            nextDeadline => fn next_deadline(&mut self) -> [Option<f64>] {
-                self.inner.next_deadline().map(|t| t as f64)
-            }
-
             /// A new memory store of this engine; its id.
             createMemoryStore => fn create_memory_store(&mut self) -> [u32] {
                 self.inner.create_memory_store()
@@ -239,11 +234,6 @@ macro_rules! binding_surface {
             /// (negative: it does not).
             setStoreHandoff => fn set_store_handoff(&mut self, store: u32, turn: f64) {
                 self.inner.set_store_handoff(store, (turn >= 0.0).then_some(turn as u64));
-            }
-
-            /// Whether lock `layer` of `exec` is held.
-            layerHeld => fn layer_held(&self, exec: u32, layer: u32) -> [bool] {
-                self.inner.layer_held(exec, layer)
             }
 
             /// A store answered `renew`.
