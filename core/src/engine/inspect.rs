@@ -4,7 +4,7 @@
 use super::state::LayerState;
 use super::Engine;
 use crate::error::{ArgError, LockError};
-use crate::inspection::{InspectedHolder, InspectedWaiter, Inspection};
+use crate::inspection::{InspectedWaiter, Inspection};
 use crate::memory_store::MemoryStore;
 use crate::text::text;
 use crate::types::StoreRef;
@@ -25,29 +25,7 @@ impl Engine {
         self.tick();
         let now = self.time;
         let memory = self.memory_store_ref(store)?;
-        let (limit, holders) = match memory.permit_holders(key, now) {
-            Some((limit, permits)) => {
-                let mut holders = Vec::with_capacity(permits.len());
-                for (h, weight) in permits {
-                    holders.push(InspectedHolder {
-                        owner: h.owner.to_owned(),
-                        token: h.token,
-                        left: h.expires_at - now,
-                        weight,
-                    });
-                }
-                (limit, holders)
-            }
-            None => {
-                let holder = memory.holder(key, now).map(|h| InspectedHolder {
-                    owner: h.owner.to_owned(),
-                    token: h.token,
-                    left: h.expires_at - now,
-                    weight: 1,
-                });
-                (1, holder.into_iter().collect())
-            }
-        };
+        let (limit, holders) = memory.inspect_holders(key, now);
         let reference = StoreRef::Memory(store);
         // Plain loops, not iterator chains: each chain's code lands in the wasm module.
         let mut waiters = Vec::new();
