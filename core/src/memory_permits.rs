@@ -131,9 +131,13 @@ impl PermitKeys {
         was_live
     }
 
-    /// Keys with a live holder.
-    pub(crate) fn live_keys(&self, now: Millis) -> impl Iterator<Item = &str> {
-        self.keys.iter().filter(move |(_, k)| k.first_expiry(now).is_some()).map(|(key, _)| key.as_str())
+    /// Calls `each` with every key that has a live holder.
+    pub(crate) fn each_live_key<'a>(&'a self, now: Millis, each: &mut dyn FnMut(&'a str)) {
+        for (key, k) in &self.keys {
+            if k.first_expiry(now).is_some() {
+                each(key);
+            }
+        }
     }
 
     pub(crate) fn entries(&self) -> usize {

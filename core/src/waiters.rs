@@ -203,9 +203,18 @@ impl<S: Copy + Eq> WaitQueues<S> {
         live
     }
 
-    /// Keys with waiters on `store`.
-    pub fn keys_of(&self, store: S) -> impl Iterator<Item = &str> {
-        self.keys(store).into_iter().flat_map(|keys| keys.keys().map(String::as_str))
+    /// Whether `store` has a key with waiters.
+    pub fn has_waiters(&self, store: S) -> bool {
+        self.store_at(store).is_some()
+    }
+
+    /// Calls `each` with every key that has waiters on `store`.
+    pub fn each_key(&self, store: S, each: &mut dyn FnMut(&str)) {
+        if let Some(keys) = self.keys(store) {
+            for key in keys.keys() {
+                each(key);
+            }
+        }
     }
 }
 

@@ -66,16 +66,16 @@ impl Engine {
         // The `limit` smallest keys seen, in order (a sorted insert: less code in the wasm
         // module than a heap or a sort).
         let mut page: Vec<&str> = Vec::new();
-        for key in self.memory_store_ref(store)?.live_keys(now) {
+        self.memory_store_ref(store)?.each_live_key(now, &mut |key| {
             if !key.starts_with(prefix) || after.is_some_and(|a| key <= a) {
-                continue;
+                return;
             }
             let at = page.partition_point(|k| *k < key);
             if at < limit {
                 page.insert(at, key);
                 page.truncate(limit);
             }
-        }
+        });
         let mut keys = Vec::with_capacity(page.len());
         for key in page {
             keys.push(key.to_owned());
