@@ -88,7 +88,8 @@ impl PermitKeys {
             words.mark(store, key);
             self.keys.insert(key.to_owned(), PermitKey { limit, holders: Vec::new() });
         }
-        let Some(k) = self.keys.get_mut(key) else { unreachable!("inserted above") };
+        // Inserted above; a miss (impossible) answers "held" rather than carry a panic.
+        let Some(k) = self.keys.get_mut(key) else { return TryAcquire::Held { until: now } };
         k.drop_lapsed(now);
         if k.holders.is_empty() {
             k.limit = limit;

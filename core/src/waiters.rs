@@ -173,7 +173,7 @@ impl<S: Copy + Eq> WaitQueues<S> {
         }
         if queue.live() == 0 {
             keys.remove(key);
-            if keys.is_empty() {
+            if keys.is_empty() && at < self.by_store.len() {
                 self.by_store.swap_remove(at);
             }
             return HeadChange::Emptied;

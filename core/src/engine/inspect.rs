@@ -71,7 +71,7 @@ impl Engine {
                 return;
             }
             let at = page.partition_point(|k| *k < key);
-            if at < limit {
+            if at < limit && at <= page.len() {
                 page.insert(at, key);
                 page.truncate(limit);
             }
