@@ -46,7 +46,9 @@ impl DefinedLocks {
         let definition = Definition { spec, holders: 1 };
         let id = match self.free.pop() {
             Some(id) => {
-                self.slots[id as usize] = Some(definition);
+                if let Some(slot) = self.slots.get_mut(id as usize) {
+                    *slot = Some(definition);
+                }
                 id
             }
             None => {

@@ -123,6 +123,9 @@ impl PermitKeys {
     pub(crate) fn release(&mut self, words: &FastWords, store: u32, key: &str, owner: &str, now: Millis) -> bool {
         let Some(k) = self.keys.get_mut(key) else { return false };
         let Some(at) = k.holders.iter().position(|p| p.owner == owner) else { return false };
+        if at >= k.holders.len() {
+            return false;
+        }
         let was_live = k.holders.remove(at).expires_at > now;
         k.drop_lapsed(now);
         if k.holders.is_empty() {

@@ -137,7 +137,8 @@ impl<S: Copy + Eq> WaitQueues<S> {
                 self.by_store.len() - 1
             }
         };
-        let keys = &mut self.by_store[at].1;
+        // (`at` is in range: no panic path is carried for it.)
+        let Some((_, keys)) = self.by_store.get_mut(at) else { return false };
         match keys.get_mut(key) {
             Some(queue) => {
                 queue.entries.push_back(exec);
@@ -163,7 +164,7 @@ impl<S: Copy + Eq> WaitQueues<S> {
     /// changed or the queue emptied.
     pub fn remove(&mut self, store: S, key: &str, exec: u32) -> HeadChange {
         let Some(at) = self.store_at(store) else { return HeadChange::None };
-        let keys = &mut self.by_store[at].1;
+        let Some((_, keys)) = self.by_store.get_mut(at) else { return HeadChange::None };
         let Some(queue) = keys.get_mut(key) else { return HeadChange::None };
         let was_head = queue.entries.front() == Some(&exec);
         let _looked_at = queue.remove(exec);
