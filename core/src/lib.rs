@@ -46,7 +46,6 @@ mod fast_hash;
 pub mod fast_words;
 pub mod fencing;
 pub mod host;
-mod id_table;
 mod inspection;
 mod memory_permits;
 mod memory_store;

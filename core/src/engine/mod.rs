@@ -40,9 +40,9 @@ use std::rc::Rc;
 use crate::clock::{Clock, FakeClock};
 use crate::defined::DefinedLocks;
 use crate::error::StoreMethod;
+use crate::fast_hash::IdMap;
 use crate::fast_words::FastWords;
 use crate::fencing::TokenFloors;
-use crate::id_table::IdTable;
 use crate::memory_store::MemoryStore;
 use crate::owner_ids::OwnerIds;
 use crate::timers::TimerQueue;
@@ -65,9 +65,9 @@ pub struct Engine {
     words: Rc<FastWords>,
     dropped_memory: Vec<bool>,
     free_memory: Vec<u32>,
-    execs: IdTable<Exec>,
+    execs: IdMap<u32, Exec>,
     queues: WaitQueues<StoreRef>,
-    requests: IdTable<Request>,
+    requests: IdMap<u32, Request>,
     /// Locks defined ahead by [`Engine::define_lock`].
     defined: DefinedLocks,
     /// The layers of finished single-lock executions, kept for reuse so that an
@@ -140,9 +140,9 @@ impl Engine {
             words,
             dropped_memory: vec![false],
             free_memory: Vec::new(),
-            execs: IdTable::default(),
+            execs: IdMap::default(),
             queues: WaitQueues::default(),
-            requests: IdTable::default(),
+            requests: IdMap::default(),
             abandoned: VecDeque::new(),
             defined: DefinedLocks::default(),
             spare_layers: Vec::new(),

@@ -1,7 +1,7 @@
 //! What the engine keeps per execution and per lock while it runs.
 
 use crate::error::{StoreFailure, StoreMethod};
-use crate::id_table::IdTable;
+use crate::fast_hash::IdMap;
 use crate::polling::Backoff;
 use crate::timers::TimerTarget;
 use crate::types::{ExecOptions, LockSpec, Outcome, StoreRef};
@@ -186,7 +186,7 @@ pub(super) fn keeps_alive(l: &Layer) -> bool {
     }
 }
 
-pub(super) fn is_live(execs: &IdTable<Exec>, t: &TimerTarget) -> bool {
+pub(super) fn is_live(execs: &IdMap<u32, Exec>, t: &TimerTarget) -> bool {
     execs
         .get(&t.exec)
         .and_then(|e| e.layers.get(t.layer as usize))
@@ -198,13 +198,13 @@ pub(super) fn is_live(execs: &IdTable<Exec>, t: &TimerTarget) -> bool {
 // with a panic adds its path to the wasm module, only this one's is carried.
 
 /// Execution `exec`, which is live.
-pub(super) fn exec_at(execs: &IdTable<Exec>, exec: u32) -> &Exec {
-    execs.get(&exec).expect("a live execution")
+pub(super) fn exec_at(execs: &IdMap<u32, Exec>, exec: u32) -> &Exec {
+    &execs[&exec]
 }
 
 /// Lock `layer` of live execution `exec`.
-pub(super) fn layer_at(execs: &IdTable<Exec>, exec: u32, layer: u32) -> &Layer {
-    &exec_at(execs, exec).layers[layer as usize]
+pub(super) fn layer_at(execs: &IdMap<u32, Exec>, exec: u32, layer: u32) -> &Layer {
+    &execs[&exec].layers[layer as usize]
 }
 
 /// Item `index` of `items`, which holds it.
