@@ -240,3 +240,17 @@ describe('bad options', () => {
     await assert.rejects(withLock('k', () => 1, { store, timeProvider: clock, mode: 1 }), { name: 'TypeError', message: /mode/ });
   });
 });
+
+describe('beside the fast path', () => {
+  test('a key held on the fast path by a plain lock is seen by a lock with permits', async () => {
+    const { lock } = setup();
+    const g = gate();
+    const plain = lock({ wait: 0 }).execute(() => g.enter('plain'));
+    await flush();
+    const error = await lock({ limit: 2, wait: 0 }).execute(() => 'never').catch((e) => e);
+    assert.ok(error instanceof LockLimitMismatchError, String(error));
+    assert.equal(error.heldWith, 1);
+    await g.leave('plain');
+    await plain;
+  });
+});

@@ -176,7 +176,7 @@ test('OpenTelemetry: prints the metrics and spans of a held and a skipped run, t
 });
 
 test('every snippet the README marks is tested here, and type-checked verbatim', () => {
-  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'redis']);
+  assert.deepEqual([...snippets().keys()].sort(), ['leader-election', 'opentelemetry', 'postgres', 'quick-start', 'read-write', 'redis', 'semaphore']);
   // js-tests/types/readme-NAME.mjs is what `tsc -p js-tests/types` checks (nodenext and bundler).
   for (const [name, source] of snippets()) {
     const typed = fs.readFileSync(path.join(root, 'js-tests', 'types', `readme-${name}.mjs`), 'utf8');

@@ -88,7 +88,8 @@ async function release(conn, parsed) {
   const [key] = parsed.keys;
   const before = await bounded(conn.store.inspect(key), `inspecting ${key}`);
   const released = await bounded(conn.store.release(key, parsed.owner), `releasing ${key}`);
-  const holder = before?.holders[0];
+  // On a key held with permits, the lease released is the owner's own.
+  const holder = before?.holders.find((h) => h.owner === parsed.owner) ?? before?.holders[0];
   if (parsed.json) {
     process.stdout.write(`${JSON.stringify({ key, owner: parsed.owner, released: released === true, before: before ?? null })}\n`);
   } else if (released === true) {

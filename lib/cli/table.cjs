@@ -26,9 +26,11 @@ function duration(ms) {
 function cells(key, inspection) {
   if (inspection === undefined) return { KEY: key, HOLDER: '(free)', TOKEN: '', LEFT: '', WAITERS: '' };
   const [holder] = inspection.holders;
+  // A key held with permits has several holders: the first granted, and how many more.
+  const more = inspection.holders.length > 1 ? ` +${inspection.holders.length - 1} more` : '';
   return {
     KEY: key,
-    HOLDER: holder ? holder.owner : '(between holders)',
+    HOLDER: holder ? `${holder.owner}${more}` : '(between holders)',
     TOKEN: holder ? String(holder.fencingToken) : '',
     LEFT: holder ? duration(holder.ttl) : '',
     WAITERS: String(inspection.waiters.length),
@@ -36,12 +38,21 @@ function cells(key, inspection) {
   };
 }
 
-/** Lines under a row: its waiters in queue order, and since when each waits. */
+/**
+ * Lines under a row: the holders of a key held with permits (each with its token, time
+ * left and weight or mode), then its waiters in queue order, and since when each waits.
+ */
 function waiterLines(inspection, now) {
-  return (inspection?.waiters ?? []).map((w, i) => {
+  const holders = inspection?.limit === undefined ? [] : inspection.holders;
+  const held = holders.map((h) => {
+    const permits = h.mode ?? `weight ${h.weight} of ${inspection.limit}`;
+    return `    holds: ${h.owner}  token ${h.fencingToken}  ${duration(h.ttl)} left  ${permits}`;
+  });
+  const waiting = (inspection?.waiters ?? []).map((w, i) => {
     const since = w.since === undefined ? '' : `  waiting ${duration(now - w.since)}`;
     return `    ${i + 1}. ${w.owner}${since}`;
   });
+  return [...held, ...waiting];
 }
 
 /**

@@ -64,9 +64,9 @@ function definePipelines(api) {
     const kind = lingerKind(linger, ref, target);
     const { limit, weight } = checkPermits(options, target, ref.kind === STORE_MEMORY);
     if (limit > 1 && kind !== ref.kind) throw new TypeError('linger is not combined with limit or mode: each holder of permits has its own lease');
-    // On a memory store of this host: its fast holders (fast-path.cjs), and a fixed key's
-    // bucket. Permits are never held on the fast path: the engine counts them.
-    const held = ref.kind === STORE_MEMORY && limit === 1 ? host.fast.heldOn(id) : undefined;
+    // On a memory store of this host: its fast holders (fast-path.cjs), handed to the
+    // engine before it is asked for the key, and a fixed key's bucket.
+    const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
     return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket, limit, weight };
@@ -105,7 +105,8 @@ function definePipelines(api) {
       // engine's events): a free key is granted without the engine. Not a ttl of 1 ms (or
       // less), whose renewal falls due as the lease lapses: the engine loses such a lease
       // at once, which a fast hold could not mirror.
-      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && !otel && locks[0].ttlMs > 1;
+      // Nor permits: the engine counts them.
+      this.fastLock = locks.length === 1 && locks[0].held !== undefined && !telemetry && !otel && locks[0].ttlMs > 1 && locks[0].limit === 1;
     }
 
     defineLock() {
