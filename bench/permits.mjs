@@ -74,7 +74,10 @@ async function memory(lib, params) {
  * client sharing up to `count` executions on `key`, holding one of `limit` permits,
  * stopping new ones after `deadlineMs`. Inside, two round trips: INCR of the key's
  * holders counter (an answer above `limit` is a violation; the highest is kept), then
- * DECR, awaited, before the library releases. Warm-up as in scenario 5: `warmup`
+ * DECR, awaited, before the library releases. Also measured, for the model of a
+ * permit's cycle: the time inside (the two round trips), the release (from the callback's
+ * end to the library's promise resolving), and this client's PING round trip at the end.
+ * Warm-up as in scenario 5: `warmup`
  * executions alone on a key of its own, then (after the start) `contendedWarmup` with
  * the fleet on a second shared key, then all meet and run the measured part together.
  */
@@ -115,6 +118,8 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
   // `meet` blocks the connection (BLPOP): nothing of the lock's is waiting on it now.
   const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
+  const insides = [];
+  const releases = [];
   let completed = 0;
   let started = 0;
   const startedAt = performance.timeOrigin + performance.now();
@@ -124,11 +129,17 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
     while (started < count && performance.now() < deadline) {
       started += 1;
       const asked = performance.now();
+      let entered;
+      let left;
       try {
         await lock.run(key, async () => {
-          waits.push(performance.now() - asked);
+          entered = performance.now();
+          waits.push(entered - asked);
           await enter();
+          left = performance.now();
         });
+        insides.push(left - entered);
+        releases.push(performance.now() - left);
         completed += 1;
       } catch (error) {
         errors.push(`${error?.name}: ${error?.message}`);
@@ -138,6 +149,13 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
   await Promise.all(Array.from({ length: concurrency }, loop));
   const endedAt = performance.timeOrigin + performance.now();
   const cpu = process.cpuUsage(cpu0);
+  // The round trip of this client once the measured part is over (the fleet may still run).
+  const pings = new Float64Array(200);
+  for (let i = 0; i < pings.length; i++) {
+    const t = performance.now();
+    await client.ping();
+    pings[i] = performance.now() - t;
+  }
   await lock.close();
   client.disconnect();
   return {
@@ -146,6 +164,9 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
     maxHolders,
     cpuMs: (cpu.user + cpu.system) / 1000,
     waits,
+    insideP50: quantiles(insides).p50,
+    releaseP50: quantiles(releases).p50,
+    rttMs: quantiles(pings).p50,
     errors: errors.slice(0, 5),
     errorCount: errors.length,
     startedAt,

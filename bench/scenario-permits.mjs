@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { MEMORY_PERMIT_LIBS, REDIS_PERMIT_LIBS } from './adapters/permits.mjs';
 import { engineEnv, runChild, startFleet } from './support/children.mjs';
 import { serverCpuMs } from './support/redis-client.mjs';
-import { fmtInt, fmtMs, fmtRatio } from './support/stats.mjs';
+import { fmtInt, fmtMs, fmtRatio, median } from './support/stats.mjs';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'permits.mjs');
 const isLeasehold = (lib) => lib.startsWith('leasehold-');
@@ -111,10 +111,12 @@ async function redisScenario(h, p) {
       `Warm-up as in scenario 5 (${fmtInt(p.warmup)} executions alone, then ${fmtInt(p.contendedWarmup)} each with the fleet on another key). ` +
       "redis-semaphore: `new Semaphore(client, key, 3, { lockTimeout, acquireTimeout })`, which tries again every 10 ms (its default); " +
       'leasehold-<engine>: a pipeline with a RedisLockStore and `addLock({ ttl, wait, store, limit })`. ' +
-      `Wait: from asking to holding. Fleet CPU: the ${p.processes} client processes' user + system time; Redis CPU: the server's; both per completed execution. ` +
+      'Wait: from asking to holding. Inside: the two round trips (median); release: from the callback\'s end to the library\'s promise resolving (median); ' +
+      `permit idle: ${p.limit} ÷ ops/s − inside − release, the time a permit spends between its release and its next holder's callback (the handover); RTT: each client's PING after its measured part (median). ` +
+      `Fleet CPU: the ${p.processes} client processes' user + system time; Redis CPU: the server's; both per completed execution. ` +
       `Each process starts no new execution after ${p.deadlineMs / 1000} s. ${h.roundsOf(p)} rounds.\n\n` +
       h.table(
-        ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'max holders', 'violations', 'fleet CPU / execution', 'Redis CPU / execution', 'errors', `× ${ref}`, `wait p99 × ${ref}`],
+        ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'inside', 'release', 'permit idle', 'RTT', 'max holders', 'violations', 'fleet CPU / execution', 'Redis CPU / execution', 'errors', `× ${ref}`, `wait p99 × ${ref}`],
         libs.map((lib) => [
           lib,
           fmtInt(h.med(r[lib], 'opsPerSec')),
@@ -122,6 +124,10 @@ async function redisScenario(h, p) {
           fmtMs(h.med(r[lib], 'waitP50')),
           fmtMs(h.med(r[lib], 'waitP99')),
           fmtMs(h.med(r[lib], 'waitMax')),
+          fmtMs(h.med(r[lib], 'insideMs')),
+          fmtMs(h.med(r[lib], 'releaseMs')),
+          fmtMs(h.med(r[lib], 'idleMs')),
+          fmtMs(h.med(r[lib], 'rttMs')),
           fmtInt(worst(lib, 'maxHolders')),
           fmtInt(worst(lib, 'violations')),
           fmtMs(h.med(r[lib], 'cpuPerOp')),
@@ -158,14 +164,23 @@ async function fleetRound(h, lib, p) {
   const at = (q) => waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)];
   const errors = outs.reduce((n, o) => n + o.errorCount, 0);
   if (errors > 0) h.log(`8r. ${lib}: ${errors} errors, first: ${outs.find((o) => o.errors.length)?.errors[0]}`);
+  const opsPerSec = (completed / elapsedMs) * 1000;
+  const insideMs = median(outs.map((o) => o.insideP50));
+  const releaseMs = median(outs.map((o) => o.releaseP50));
   return {
-    opsPerSec: (completed / elapsedMs) * 1000,
+    opsPerSec,
+    // A permit's cycle is limit / throughput: held (inside), being released, and idle
+    // (freed until its next holder's callback starts: the handover).
+    idleMs: (p.limit * 1000) / opsPerSec - insideMs - releaseMs,
     completed,
     waitP50: at(0.5),
     waitP99: at(0.99),
     waitMax: waits[waits.length - 1],
     violations: outs.reduce((n, o) => n + o.violations, 0),
     maxHolders: Math.max(...outs.map((o) => o.maxHolders)),
+    insideMs,
+    releaseMs,
+    rttMs: median(outs.map((o) => o.rttMs)),
     cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
     redisCpuPerOp: redisCpu / completed,
     errors,
