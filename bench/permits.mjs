@@ -76,7 +76,8 @@ async function memory(lib, params) {
  * holders counter (an answer above `limit` is a violation; the highest is kept), then
  * DECR, awaited, before the library releases. Also measured, for the model of a
  * permit's cycle: the time inside (the two round trips), the release (from the callback's
- * end to the library's promise resolving), and this client's PING round trip at the end.
+ * end to the library's promise resolving), the commands sent on the client (the lock's,
+ * where it uses this connection, and the two inside), and the PING round trip at the end.
  * Warm-up as in scenario 5: `warmup`
  * executions alone on a key of its own, then (after the start) `contendedWarmup` with
  * the fleet on a second shared key, then all meet and run the measured part together.
@@ -124,6 +125,7 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
   let started = 0;
   const startedAt = performance.timeOrigin + performance.now();
   const cpu0 = process.cpuUsage();
+  const commands0 = client.benchCommands;
   const deadline = performance.now() + deadlineMs;
   const loop = async () => {
     while (started < count && performance.now() < deadline) {
@@ -149,6 +151,7 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
   await Promise.all(Array.from({ length: concurrency }, loop));
   const endedAt = performance.timeOrigin + performance.now();
   const cpu = process.cpuUsage(cpu0);
+  const commands = client.benchCommands - commands0;
   // The round trip of this client once the measured part is over (the fleet may still run).
   const pings = new Float64Array(200);
   for (let i = 0; i < pings.length; i++) {
@@ -164,6 +167,7 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
     maxHolders,
     cpuMs: (cpu.user + cpu.system) / 1000,
     waits,
+    commands,
     insideP50: quantiles(insides).p50,
     releaseP50: quantiles(releases).p50,
     rttMs: quantiles(pings).p50,

@@ -113,10 +113,11 @@ async function redisScenario(h, p) {
       'leasehold-<engine>: a pipeline with a RedisLockStore and `addLock({ ttl, wait, store, limit })`. ' +
       'Wait: from asking to holding. Inside: the two round trips (median); release: from the callback\'s end to the library\'s promise resolving (median); ' +
       `permit idle: ${p.limit} ÷ ops/s − inside − release, the time a permit spends between its release and its next holder's callback (the handover); RTT: each client's PING after its measured part (median). ` +
+      'Commands: sent on the process\'s client per completed execution (the two inside included; a library\'s own extra connections, such as a subscriber, not counted). ' +
       `Fleet CPU: the ${p.processes} client processes' user + system time; Redis CPU: the server's; both per completed execution. ` +
       `Each process starts no new execution after ${p.deadlineMs / 1000} s. ${h.roundsOf(p)} rounds.\n\n` +
       h.table(
-        ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'inside', 'release', 'permit idle', 'RTT', 'max holders', 'violations', 'fleet CPU / execution', 'Redis CPU / execution', 'errors', `× ${ref}`, `wait p99 × ${ref}`],
+        ['library', 'ops/s', 'completed', 'wait p50', 'wait p99', 'wait max', 'inside', 'release', 'permit idle', 'RTT', 'commands / execution', 'max holders', 'violations', 'fleet CPU / execution', 'Redis CPU / execution', 'errors', `× ${ref}`, `wait p99 × ${ref}`],
         libs.map((lib) => [
           lib,
           fmtInt(h.med(r[lib], 'opsPerSec')),
@@ -128,6 +129,7 @@ async function redisScenario(h, p) {
           fmtMs(h.med(r[lib], 'releaseMs')),
           fmtMs(h.med(r[lib], 'idleMs')),
           fmtMs(h.med(r[lib], 'rttMs')),
+          h.med(r[lib], 'commandsPerOp')?.toFixed(2) ?? '–',
           fmtInt(worst(lib, 'maxHolders')),
           fmtInt(worst(lib, 'violations')),
           fmtMs(h.med(r[lib], 'cpuPerOp')),
@@ -180,6 +182,7 @@ async function fleetRound(h, lib, p) {
     maxHolders: Math.max(...outs.map((o) => o.maxHolders)),
     insideMs,
     releaseMs,
+    commandsPerOp: outs.reduce((n, o) => n + o.commands, 0) / completed,
     rttMs: median(outs.map((o) => o.rttMs)),
     cpuPerOp: outs.reduce((n, o) => n + o.cpuMs, 0) / completed,
     redisCpuPerOp: redisCpu / completed,
