@@ -150,7 +150,7 @@ function peerBuilds() {
     }
   };
   return [
-    ['async-mutex', 'require', 'CommonJS, native async/await generators', 'ESM build (index.mjs → es6/, down-levelled generators), about 4× slower: what `import` gets'],
+    ['async-mutex', 'require', 'CommonJS, generators down-levelled by tslib', 'ESM build (index.mjs, native generators under `__awaiter`), about 4× slower: what `import` gets'],
     ['async-sema', 'require', 'CommonJS', 'none'],
     ['@henrygd/semaphore', 'import', 'ESM (dist/index.js)', 'CommonJS (dist/index.cjs), the same code'],
     ['@sesamecare-oss/redlock', 'import', 'CommonJS', 'none'],
