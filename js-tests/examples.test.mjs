@@ -105,6 +105,9 @@ test("custom-store: a Map store through a pipeline; one holder at a time, tokens
   assert.match(stdout, /fail-fast: LOCK_NOT_ACQUIRED, the key is held/);
   assert.match(stdout, /\(increasing\)/);
   assert.match(stdout, /after the last release: locked = false/);
+  const [, most, exportTokens] = stdout.match(/exports: 4 ran with limit 2, at most (\d+) at once, tokens ([\d, ]+)/) ?? [];
+  assert.equal(most, '2', stdout);
+  assert.equal(new Set(exportTokens.split(', ')).size, 4, stdout);
 });
 
 test('custom-store: the Map store passes the store kit (leasehold/testing)', async (t) => {
@@ -113,7 +116,7 @@ test('custom-store: the Map store passes the store kit (leasehold/testing)', asy
   const { code, stdout, stderr } = await runNode(['--test', '--test-reporter=tap', 'custom-store/map-store.test.mjs'], { env });
   t.diagnostic(stdout.split('\n').filter((line) => /^# (pass|fail|skipped) /.test(line)).join('; '));
   assert.equal(code, 0, `${stdout}\n${stderr}`);
-  assert.match(stdout, /^# pass 11$/m);
+  assert.match(stdout, /^# pass 21$/m);
   assert.match(stdout, /^# fail 0$/m);
 });
 

@@ -21,7 +21,7 @@ import {
 import { flush, deferred } from './support/time.mjs';
 
 const require = createRequire(import.meta.url);
-const { BUSY_FIRST, bucketOf } = require('../lib/host/fast-path.cjs');
+const { BUSY_FIRST, BUCKETS, bucketOf } = require('../lib/host/fast-path.cjs');
 const { STORE_ID } = require('../lib/host/symbols.cjs');
 const internals = leasehold[Symbol.for('leasehold.internals')];
 
@@ -184,7 +184,7 @@ async function run(seed) {
   if (store.size !== 0) broken.push(`seed ${seed}: ${store.size} keys left in the store`);
   if (host.execs.size !== 0) broken.push(`seed ${seed}: ${host.execs.size} executions left`);
   const words = host.fast.wordsNow();
-  const busy = words.slice(BUSY_FIRST).filter((count) => count !== 0).length;
+  const busy = words.slice(BUSY_FIRST, BUSY_FIRST + BUCKETS).filter((count) => count !== 0).length;
   if (busy !== 0) broken.push(`seed ${seed}: ${busy} buckets left busy`);
   return broken;
 }

@@ -1,6 +1,7 @@
-// The stores' argument checks are written twice: lib/stores/shared/checks.cjs for the
-// CommonJS stores, lib/stores/shared/store-support.mjs for the ES ones (tabs, Durable
-// Objects), which load where `require` does not exist. This holds the two to one rule:
+// The stores' argument checks are written twice: lib/stores/shared/checks.cjs and
+// permits.cjs for the CommonJS stores, lib/stores/shared/store-support.mjs for the ES
+// ones (tabs, Durable Objects), which load where `require` does not exist. This holds the
+// two to one rule:
 // the same inputs are refused with the same error class and message, and accepted alike.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -74,4 +75,36 @@ test('carriedToken and queueOption read the engine\'s options, and refuse others
   assert.equal(cjs.queueOption({ queue: true }), true);
   assert.equal(cjs.queueOption({}), false);
   for (const bad of [null, 'queue', { queue: 1 }]) assert.throws(() => cjs.queueOption(bad), /options must be an object like \{ queue: true \}/);
+});
+
+const permits = require('../lib/stores/shared/permits.cjs');
+const LIMITS = [1, 2, 3, 2147483647, 2147483648, 0, -1, 2.5, NaN, Infinity, '3', 3n, null, undefined, {}];
+
+test('acquireOptions: { queue, limit, weight } checked alike in both module formats', () => {
+  assert.equal(esm.SHARED_LIMIT, permits.SHARED_LIMIT);
+  const options = [undefined, null, 'queue', 7, [], {}, { queue: true }, { queue: false }, { queue: 1 }, { queue: 'yes' }];
+  for (const limit of LIMITS) {
+    for (const weight of LIMITS) options.push({ queue: true, limit, weight });
+    options.push({ limit }, { weight: limit });
+  }
+  for (const value of options) {
+    assert.deepEqual(outcome(esm.acquireOptions, value), outcome(permits.acquireOptions, value), esm.describe(value));
+    if (outcome(permits.acquireOptions, value) === undefined) assert.deepEqual(esm.acquireOptions(value), permits.acquireOptions(value));
+  }
+  // What each answers, and what it refuses, naming the field.
+  assert.deepEqual(permits.acquireOptions(undefined), { queue: false, limit: undefined, weight: undefined });
+  assert.deepEqual(permits.acquireOptions({ queue: true, limit: 5, weight: 2 }), { queue: true, limit: 5, weight: 2 });
+  assert.deepEqual(outcome(permits.acquireOptions, { limit: 3, weight: 4 }), ['RangeError', 'options.weight must be an integer from 1 to the limit (3), got 4']);
+  assert.deepEqual(outcome(permits.acquireOptions, { limit: 0, weight: 1 }), ['RangeError', 'options.limit must be an integer from 1 to 2147483647, got 0']);
+  assert.deepEqual(outcome(permits.acquireOptions, { queue: 1 }), ['TypeError', 'options must be an object like { queue: true }, got an object']);
+});
+
+test('permitsShown: a weight, and a mode on a key used with modes, in both module formats', () => {
+  const shared = permits.SHARED_LIMIT;
+  for (const [limit, weight] of [[1, 1], [5, 2], [shared - 1, 1], [shared, 1], [shared, shared]]) {
+    assert.deepEqual(esm.permitsShown(limit, weight), permits.permitsShown(limit, weight), `${limit}, ${weight}`);
+  }
+  assert.deepEqual(permits.permitsShown(5, 2), { weight: 2 });
+  assert.deepEqual(permits.permitsShown(shared, 1), { weight: 1, mode: 'shared' });
+  assert.deepEqual(permits.permitsShown(shared, shared), { weight: shared, mode: 'exclusive' });
 });

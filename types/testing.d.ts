@@ -8,7 +8,7 @@ export type KitDescribe = (name: string, fn: () => void) => unknown;
 
 /**
  * What a store can do beyond acquire, renew and release. Read from the store when each
- * case runs (`subscribe`, `grantsOnRelease`, `localHandoff`); set one to `false` to skip
+ * case runs (`subscribe`, `grantsOnRelease`, `localHandoff`, `permits`); set one to `false` to skip
  * its cases, or to `true` to hold the store to them.
  */
 export interface KitCapabilities {
@@ -20,6 +20,11 @@ export interface KitCapabilities {
   announces?: boolean;
   /** `localHandoff`: grants above the token a holder carries, and not below the clock in µs. */
   localHandoff?: boolean;
+  /**
+   * `permits`: `true` for the permit cases (limit, weight, mode), `'modes'` for the
+   * shared and exclusive cases alone, `false` for none.
+   */
+  permits?: boolean | 'modes';
 }
 
 export interface StoreKitOptions<S extends LockStore = LockStore> {
@@ -54,8 +59,8 @@ export interface StoreKitOptions<S extends LockStore = LockStore> {
 /**
  * Registers the conformance cases of the `LockStore` contract (README, "A store of your
  * own") for the store `options.store()` makes: owner-checked renew and release, tokens
- * that only rise, ttl expiry, refusal of bad arguments, grants and announcements where
- * the store declares them, and the store under the engine. A case that finds the
+ * that only rise, ttl expiry, refusal of bad arguments, grants, announcements and
+ * permits where the store declares them, and the store under the engine. A case that finds the
  * contract broken fails with a message saying what was broken. Throws a `TypeError`
  * naming a bad option at once.
  */

@@ -8,6 +8,8 @@
 //! - word [`TOKEN_WORD`]: the last fencing token any memory store of the engine
 //!   granted. Both sides take the next token by adding one, so tokens rise strictly per
 //!   key across the engine's grants and the host's.
+//! - word [`HANDOFF_WORD`], the last: the token of the execution the last `finish`
+//!   handed a key to, read by the host as it runs it.
 //! - words `BUSY_FIRST..`: per bucket of (store, key) ([`bucket`]), how many keys in it
 //!   the engine keeps a record of (a lease not released, lapsed or not, a queue of
 //!   waiters, or an inner lock of an execution under way). The host grants a key on
@@ -28,6 +30,9 @@ pub const TOKEN_WORD: usize = 0;
 pub const BUSY_FIRST: usize = 1;
 /// How many buckets the busy counts cover (a power of two).
 pub const BUCKETS: usize = 1024;
+/// The word holding the innermost token of the execution a `finish` just handed the key
+/// to (its status word names the execution): the host runs it without asking.
+pub const HANDOFF_WORD: usize = BUSY_FIRST + BUCKETS;
 
 /// The bucket of `key` on memory store `store`: FNV-1a over the store id and the key's
 /// UTF-16 code units, as a JavaScript host computes it from a string without encoding it.
@@ -48,7 +53,7 @@ pub struct FastWords {
 
 impl Default for FastWords {
     fn default() -> Self {
-        FastWords { words: (0..BUSY_FIRST + BUCKETS).map(|_| Cell::new(0.0)).collect() }
+        FastWords { words: (0..=HANDOFF_WORD).map(|_| Cell::new(0.0)).collect() }
     }
 }
 
@@ -59,6 +64,11 @@ impl FastWords {
         let token = word.get() + 1.0;
         word.set(token);
         token as u64
+    }
+
+    /// Records the token of the execution a `finish` hands the key to.
+    pub(crate) fn set_handoff_token(&self, token: u64) {
+        self.words[HANDOFF_WORD].set(token as f64);
     }
 
     /// The last token granted, by either side.

@@ -245,6 +245,18 @@ impl MemoryStore {
         self.permits.live(key, now).and_then(|k| k.first_expiry(now))
     }
 
+    /// The limit `key` is held with: 1 for a plain lease, the key's for permits, `None`
+    /// when it is free.
+    pub fn held_limit(&self, key: &str, now: Millis) -> Option<u32> {
+        if self.is_held_plain(key, now) {
+            return Some(1);
+        }
+        if self.permits.is_empty() {
+            return None;
+        }
+        self.permits.live(key, now).map(|k| k.limit)
+    }
+
     fn is_held_plain(&self, key: &str, now: Millis) -> bool {
         self.leases.get(key).is_some_and(|lease| lease.expires_at > now)
     }

@@ -140,3 +140,47 @@ fn weights_outside_one_to_the_limit_are_refused() {
     }
     assert!(e.memory_acquire(DEFAULT_MEMORY_STORE, "k", "o", 1_000, 2, 3).is_err());
 }
+
+#[test]
+fn a_lock_of_another_limit_is_told_also_while_others_wait_here() {
+    let mut e = engine();
+    assert!(start(&mut e, 1, permits(MEM, 2, 2, None)));
+    assert!(!start(&mut e, 2, permits(MEM, 2, 1, None)), "waits: the key is full");
+    e.start(3, vec![permits(MEM, 1, 1, Some(5_000))], ExecOptions::default()).unwrap();
+    let told = std::iter::from_fn(|| e.take_effect()).any(|eff| {
+        matches!(
+            eff,
+            Effect::Settled {
+                exec: 3,
+                outcome: Outcome::Error(LockError::LimitMismatch { limit: 1, held_with: 2, .. })
+            }
+        )
+    });
+    assert!(told, "not a wait for a key it could never share");
+}
+
+#[test]
+fn on_a_js_store_a_newcomer_waits_behind_the_waiters_here_without_asking() {
+    let mut e = engine();
+    let acquires = |e: &mut Engine| -> Vec<u32> {
+        std::iter::from_fn(|| e.take_effect())
+            .filter_map(|eff| match eff {
+                Effect::StoreCall { exec, method: StoreMethod::Acquire, .. } => Some(exec),
+                _ => None,
+            })
+            .collect()
+    };
+    // A writer asks and is told "held": it waits, first in this process.
+    e.start(1, vec![permits(EXT, SHARED_LIMIT, SHARED_LIMIT, None)], ExecOptions::default()).unwrap();
+    let request = std::iter::from_fn(|| e.take_effect())
+        .find_map(|eff| match eff {
+            Effect::StoreCall { request, .. } => Some(request),
+            _ => None,
+        })
+        .unwrap();
+    e.answer(request, Answer::Acquired(None));
+    let _ = acquires(&mut e);
+    // A reader that comes after it does not ask the store (it would fit beside readers).
+    e.start(2, vec![permits(EXT, SHARED_LIMIT, 1, None)], ExecOptions::default()).unwrap();
+    assert!(acquires(&mut e).is_empty(), "the reader waits its turn");
+}

@@ -1,5 +1,6 @@
 // The Map store used through a pipeline: three tasks want the same key at once and
-// take turns, then a fail-fast call is rejected while the key is held.
+// take turns, then a fail-fast call is rejected while the key is held. Then permits:
+// four exports with `limit: 2` run two at a time.
 //
 //   node main.mjs
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,3 +37,19 @@ await running;
 const increasing = tokens.every((t, i) => i === 0 || t > tokens[i - 1]);
 console.log(`tokens in holding order: ${tokens.join(', ')} (${increasing ? 'increasing' : 'NOT increasing'})`);
 console.log(`after the last release: locked = ${await store.isLocked('report')}`);
+
+const exporting = new ResiliencePipelineBuilder().addLock({ key: 'export', store, ttl: '2s', wait: '5s', limit: 2 }).build();
+let exports = 0;
+let most = 0;
+const exportTokens = [];
+await Promise.all(
+  [1, 2, 3, 4].map(() =>
+    exporting.execute(async () => {
+      most = Math.max(most, ++exports);
+      exportTokens.push(getLockToken());
+      await sleep(50);
+      exports -= 1;
+    }),
+  ),
+);
+console.log(`exports: 4 ran with limit 2, at most ${most} at once, tokens ${exportTokens.join(', ')}`);

@@ -23,6 +23,9 @@ export function forms(): void {
   const test = (name: string, fn: () => Promise<void>): void => void [name, fn];
   const describe = (name: string, fn: () => void): void => void [name, fn];
   testLockStore('injected', { store: () => new MemoryLockStore(), test, describe });
+  // permits: all of them, the modes alone, or none
+  testLockStore('modes', { store: () => new MemoryLockStore(), capabilities: { permits: 'modes' } });
+  testLockStore('no permits', { store: () => new MemoryLockStore(), capabilities: { permits: false } });
   const options: StoreKitOptions = { store: () => ({ acquire: async () => undefined, renew: async () => false, release: async () => {} }) };
   testLockStore('a plain object', options);
 }
@@ -34,4 +37,6 @@ export function mistakes(): void {
   testLockStore('x', { store: new MemoryLockStore() });
   // @ts-expect-error capabilities are booleans
   testLockStore('x', { store: () => new MemoryLockStore(), capabilities: { grants: 'yes' } });
+  // @ts-expect-error permits is a boolean or 'modes'
+  testLockStore('x', { store: () => new MemoryLockStore(), capabilities: { permits: 'weights' } });
 }

@@ -249,7 +249,8 @@ function defineEngineHost(api) {
       if (!rec) return;
       this.handing = true;
       try {
-        rec.run();
+        // Its token is in the shared words: no call asks for it.
+        rec.run(this.fast.handoffToken());
       } catch (error) {
         // The previous holder is settled already: a failure here is this execution's
         // (its lock is released through `finish` once its callback could have run).

@@ -18,6 +18,8 @@ const { startInJob } = require('./callbacks.cjs');
 const TOKEN_WORD = 0;
 const BUSY_FIRST = 1;
 const BUCKETS = 1024;
+// The token of the execution a `finish` handed the key to (core/src/fast_words.rs).
+const HANDOFF_WORD = BUSY_FIRST + BUCKETS;
 
 /** The bucket of `key` on memory store `store`; the same FNV-1a as `fast_words::bucket`. */
 function bucketOf(store, key) {
@@ -89,6 +91,11 @@ class FastPath {
     return (this.words = this.host.engine.fastWords());
   }
 
+  /** The innermost token of the execution the last `finish` handed a key to. */
+  handoffToken() {
+    return this.wordsNow()[HANDOFF_WORD];
+  }
+
   /**
    * Runs `rec`'s callback with `token` from a promise job of its own, made here, in
    * execute(): never inside the execute() that started it, and in its caller's async
@@ -153,4 +160,4 @@ class FastPath {
   }
 }
 
-module.exports = { FastPath, bucketOf, TOKEN_WORD, BUSY_FIRST, BUCKETS };
+module.exports = { FastPath, bucketOf, TOKEN_WORD, BUSY_FIRST, BUCKETS, HANDOFF_WORD };

@@ -6,19 +6,31 @@ const { StoreContractError, checkedStore, sleep } = require('./checked-store.cjs
 
 /**
  * What the store declares it can do, read from the store when the case runs; `declared`
- * (the `capabilities` option) overrides it. A new capability (permits, inspection) is
- * read here, named in kit.cjs's CAPABILITIES, and its cases say `needs: '<name>'`.
+ * (the `capabilities` option) overrides it. A new capability (inspection, say) is read
+ * here, named in kit.cjs's CAPABILITIES, and its cases say `needs: '<name>'`.
+ * `permits` is true (limit, weight and mode), 'modes' (shared and exclusive only) or
+ * false; `modes` follows from it.
  */
 function capabilitiesOf(store, declared) {
   const subscribes = typeof store.subscribe === 'function';
   const grants = subscribes && store.grantsOnRelease === true;
-  return {
+  const caps = {
     subscribe: subscribes,
     grants,
     announces: subscribes && !grants,
     localHandoff: store.localHandoff !== undefined && store.localHandoff !== null,
+    permits: store.permits === true || store.permits === 'modes' ? store.permits : false,
     ...declared,
   };
+  caps.modes = caps.permits === true || caps.permits === 'modes';
+  // The permit cases ask for `permits` meaning all of them: limit and weight.
+  caps.permits = caps.permits === true;
+  return caps;
+}
+
+/** Whether `caps` has what a case `needs`: one capability's name, or a list of them. */
+function hasAll(caps, needs) {
+  return [].concat(needs).every((need) => caps[need]);
 }
 
 let runs = 0;
@@ -89,4 +101,4 @@ function caseContext(store, settings, caseName) {
   return ctx;
 }
 
-module.exports = { caseContext, capabilitiesOf, flush };
+module.exports = { caseContext, capabilitiesOf, hasAll, flush };

@@ -1,7 +1,7 @@
 'use strict';
 // The store under test as the kit calls it: every call bounded in time, every answer
-// held to the shapes the engine accepts (lib/host/engine-host.cjs, `answer`), so that a
-// store the engine would refuse fails here with the same words.
+// held to the shapes the engine accepts (lib/host/store-calls.cjs, `answer`; `{ limit }`
+// included), so that a store the engine would refuse fails here with the same words.
 
 // Taken at load: a test that installs fake timers later must not stop the kit's bounds.
 const realSetTimeout = globalThis.setTimeout;
@@ -56,6 +56,10 @@ function sleep(ms) {
 
 const isToken = (value) => Number.isSafeInteger(value) && value >= 0;
 
+/** The limit of a key used with `mode` (lib/common/permits.cjs): the largest limit there is. */
+const SHARED_LIMIT = 2147483647;
+const isLimit = (value) => Number.isSafeInteger(value) && value >= 1 && value <= SHARED_LIMIT;
+
 /**
  * Wraps `store`: `acquire`, `renew`, `release` call it with the arguments given and check
  * the answer; `call(method, ...args)` calls it unchecked (for bad input), answering
@@ -84,18 +88,30 @@ function checkedStore(store, bound) {
     }
     return { name, value };
   }
+  /**
+   * What acquire answered, its shape checked: `{ token }` (granted), `{ limit }` (the
+   * key is held with another limit: permits) or `{}` (held).
+   */
+  async function acquireAnswer(...args) {
+    const { name, value } = await answered('acquire', args);
+    if (value === undefined || value === null) return { name };
+    const token = typeof value === 'object' ? value.fencingToken : undefined;
+    if (isToken(token)) return { name, token };
+    const limit = token === undefined && typeof value === 'object' ? value.limit : undefined;
+    if (isLimit(limit)) return { name, limit };
+    throw new StoreContractError(
+      `${name} resolved to ${show(value)}: acquire must resolve to { fencingToken: <non-negative safe integer> } or undefined` +
+        (limit === undefined ? '' : ` (or { limit: <the key's limit, 1 to ${SHARED_LIMIT}> } to a try with another limit)`),
+    );
+  }
   return {
     store,
     call: (method, ...args) => invoke(method, args),
+    answer: acquireAnswer,
     /** The lease's token, or undefined when the key is held. */
     async acquire(...args) {
-      const { name, value } = await answered('acquire', args);
-      if (value === undefined || value === null) return undefined;
-      const token = typeof value === 'object' ? value.fencingToken : undefined;
-      expect(
-        isToken(token),
-        () => `${name} resolved to ${show(value)}: acquire must resolve to { fencingToken: <non-negative safe integer> } or undefined`,
-      );
+      const { name, token, limit } = await acquireAnswer(...args);
+      expect(limit === undefined, () => `${name} resolved to { limit: ${limit} }, the answer to a try whose limit is not the key's: this try asks for the key's limit (a plain try is limit 1)`);
       return token;
     },
     async renew(...args) {
@@ -111,4 +127,4 @@ function checkedStore(store, bound) {
   };
 }
 
-module.exports = { StoreContractError, checkedStore, expect, show, callName, within, sleep, isToken };
+module.exports = { StoreContractError, checkedStore, expect, show, callName, within, sleep, isToken, SHARED_LIMIT };

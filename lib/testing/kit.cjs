@@ -2,8 +2,8 @@
 // `testLockStore`: registers the kit's cases for one store with the test functions of
 // the runner in use. A case runs on a fresh store (the `store` option's), closes it
 // after, and is skipped where the store does not declare what it needs. New groups of
-// cases (permits, inspection) join CASES with the capability they need.
-const { caseContext, capabilitiesOf } = require('./case-context.cjs');
+// cases (inspection, say) join CASES with the capability they need.
+const { caseContext, capabilitiesOf, hasAll } = require('./case-context.cjs');
 
 const CASES = [
   ...require('./cases/leases.cjs').cases,
@@ -11,10 +11,13 @@ const CASES = [
   ...require('./cases/grants.cjs').cases,
   ...require('./cases/announcements.cjs').cases,
   ...require('./cases/engine.cjs').cases,
+  ...require('./cases/permits.cjs').cases,
+  ...require('./cases/permit-queue.cjs').cases,
+  ...require('./cases/engine-permits.cjs').cases,
 ];
 
 const OPTIONS = ['store', 'close', 'test', 'describe', 'clock', 'ttl', 'shortTtl', 'renewTtl', 'timeout', 'leasehold', 'capabilities'];
-const CAPABILITIES = ['subscribe', 'grants', 'announces', 'localHandoff'];
+const CAPABILITIES = ['subscribe', 'grants', 'announces', 'localHandoff', 'permits'];
 
 function kind(value) {
   if (value === null) return 'null';
@@ -53,7 +56,10 @@ function settingsOf(name, options, defaults) {
   if (capabilities === null || typeof capabilities !== 'object') throw new TypeError(`testLockStore: capabilities must be an object, got ${kind(capabilities)}`);
   for (const [cap, value] of Object.entries(capabilities)) {
     if (!CAPABILITIES.includes(cap)) throw new TypeError(`testLockStore: no capability ${JSON.stringify(cap)}; the capabilities are ${CAPABILITIES.join(', ')}`);
-    if (typeof value !== 'boolean') throw new TypeError(`testLockStore: capabilities.${cap} must be a boolean, got ${kind(value)}`);
+    if (cap === 'permits' ? typeof value !== 'boolean' && value !== 'modes' : typeof value !== 'boolean') {
+      const what = cap === 'permits' ? "a boolean or 'modes'" : 'a boolean';
+      throw new TypeError(`testLockStore: capabilities.${cap} must be ${what}, got ${kind(value)}`);
+    }
   }
   const { leasehold } = options;
   if (leasehold !== undefined && (leasehold === null || typeof leasehold.ResiliencePipelineBuilder !== 'function')) {
@@ -83,9 +89,10 @@ async function runCase(kase, settings, t) {
     throw new TypeError(`testLockStore: the store option must make a store with acquire, renew and release, got ${kind(store)}`);
   }
   try {
-    if (kase.needs && !capabilitiesOf(store, settings.capabilities)[kase.needs]) {
+    const caps = capabilitiesOf(store, settings.capabilities);
+    if (kase.needs && !hasAll(caps, kase.needs)) {
       // node:test and Vitest mark the case skipped; under Jest it passes, having checked nothing.
-      t?.skip?.(`the store does not declare ${kase.needs}`);
+      t?.skip?.(`the store does not declare ${[].concat(kase.needs).filter((need) => !caps[need]).join(' or ')}`);
       return;
     }
     await kase.run(caseContext(store, settings, kase.name));

@@ -43,7 +43,11 @@ impl Engine {
                 // lapses before the first waiter's timer fires, nor a later waiter's last
                 // try at its deadline.
                 let head = if self.queues.is_empty() { None } else { self.queues.head(store, &l.spec.key) };
-                let result = if let Some(head) = head.filter(|&h| h != exec) {
+                let result = if let Some(limit) = head.and_then(|head| self.other_limit(exec, layer, head)) {
+                    // Waiters here keep the store from being asked: the key's limit is
+                    // checked here instead.
+                    TryResult::Mismatch { limit }
+                } else if let Some(head) = head.filter(|&h| h != exec) {
                     // A key that ended before its first waiter was told (a shorter lease
                     // set through the store, say): that waiter takes it now, this try after.
                     if !at(&self.memory, id).is_held(&l.spec.key, now) {
@@ -68,6 +72,16 @@ impl Engine {
                 self.on_try(exec, layer, now, result);
             }
             StoreRef::External { id, .. } => {
+                // Permits go in in arrival order here too: while others wait for the key
+                // in this process, only the first asks the store (a reader that came
+                // after a waiting writer would otherwise fit beside the readers inside).
+                if layer_at(&self.execs, exec, layer).spec.has_permits() {
+                    let key = &layer_at(&self.execs, exec, layer).spec.key;
+                    if self.queues.head(store, key).is_some_and(|head| head != exec) {
+                        self.on_try(exec, layer, now, TryResult::Held { until: None });
+                        return;
+                    }
+                }
                 // Held by an execution here: a waiter that comes waits for it to hand the
                 // lease over (or give it back to the store, which wakes the first waiter),
                 // asking the store nothing; only the first waiter's polls still go to the
@@ -203,6 +217,24 @@ impl Engine {
                 );
             }
         }
+    }
+
+    /// The limit a memory-store key is held or waited for with, when it is not that of
+    /// lock `layer` of `exec`: its live holders', else its first waiter's (`head`).
+    fn other_limit(&self, exec: u32, layer: u32, head: u32) -> Option<u32> {
+        if head == exec {
+            return None;
+        }
+        let l = layer_at(&self.execs, exec, layer);
+        let StoreRef::Memory(id) = l.spec.store else { return None };
+        let theirs = match at(&self.memory, id).held_limit(&l.spec.key, self.time) {
+            Some(limit) => limit,
+            None => {
+                let e = self.execs.get(&head)?;
+                e.layers.iter().find(|w| w.spec.store == l.spec.store && w.spec.key == l.spec.key)?.spec.limit
+            }
+        };
+        (theirs != l.spec.limit).then_some(theirs)
     }
 
     /// Takes lock `layer` of `exec`, just granted, out of its key's queue.

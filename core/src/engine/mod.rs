@@ -203,12 +203,13 @@ impl Engine {
 
     /// When the only pending effect is an [`Effect::Run`] (a release on a memory store
     /// granted the key to the next waiter inside the call), takes it and returns its
-    /// execution: the host runs it at once instead of draining effects. Otherwise
-    /// takes nothing.
+    /// execution, its token in the fast words' handoff word: the host runs it at once
+    /// instead of draining effects. Otherwise takes nothing.
     pub fn take_sole_run(&mut self) -> Option<u32> {
         match self.effects.front() {
-            Some(&Effect::Run { exec, .. }) if self.effects.len() == 1 => {
+            Some(&Effect::Run { exec, token }) if self.effects.len() == 1 => {
                 self.effects.clear();
+                self.words.set_handoff_token(token);
                 Some(exec)
             }
             _ => None,

@@ -112,4 +112,4 @@ const cases = [
   },
 ];
 
-module.exports = { cases };
+module.exports = { cases, settle, builder };

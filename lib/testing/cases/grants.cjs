@@ -139,4 +139,4 @@ const cases = [
   },
 ];
 
-module.exports = { cases };
+module.exports = { cases, grantThroughListener, withListener };
