@@ -100,7 +100,8 @@ describe('options and arguments', () => {
     await assert.rejects(store.acquire('k', 'o', 0), RangeError);
     await assert.rejects(store.acquire('k', 'o', 1.5), /ttlMs must be a positive integer number of milliseconds, got 1.5/);
     await assert.rejects(store.acquire('k', 'o', '1000'), TypeError);
-    await assert.rejects(store.acquire('k', 'o', 1000, 'queue'), /options must be an object such as \{ queue: true \}/);
+    await assert.rejects(store.acquire('k', 'o', 1000, 'queue'), /options must be an object like \{ queue: true \}, got "queue"/);
+    await assert.rejects(store.acquire('k', 'o', 1000, { queue: 1 }), TypeError); // a queue that is no boolean
     await assert.rejects(store.renew('k', 'o', -1), RangeError);
     await assert.rejects(store.release('k\uDC00', 'o'), /key must be well-formed UTF-16/);
     await assert.rejects(store.isLocked(undefined), TypeError);

@@ -26,4 +26,5 @@ testLockStore('EtcdLockStore', {
     clients.get(store).close();
   },
   shortTtl: 1000,
+  capabilities: { permits: true }, // limit, weight and mode: the kit's permit cases run
 });

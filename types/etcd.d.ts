@@ -1,6 +1,6 @@
 // Type declarations for `leasehold/etcd`. Written by hand; they import nothing from
 // `etcd3`: the client is described by the few members the store uses.
-import type { InspectableStore, ListOptions, LockInspection } from './index';
+import type { AcquireAnswer, InspectableStore, ListOptions, LockInspection, PermitRequest } from './index';
 
 /**
  * An `Etcd3` client from the `etcd3` package (1.x), or one of its namespaces
@@ -48,6 +48,10 @@ export interface EtcdLockGrant {
  * - Waiters (`acquire(..., { queue: true })`, as the engine asks) keep a key of their own
  *   and watch the deletion of the key just before theirs: served in create-revision
  *   order across processes, one watcher each, no polling.
+ * - Permits (`{ limit, weight }`; modes arrive as permits of 2147483647): each holder and
+ *   waiter keeps a key (and a lease) of its own; a key holds when the weights of the keys
+ *   up to it in create-revision order fit in the limit (FIFO). A waiter watches one key
+ *   or range. Keys of two limits are never on a lock at once: `{ limit }` answers.
  * - etcd and client errors reject unchanged; `false` from `renew`/`release` always means
  *   the owner's lease is gone.
  * - Invalid arguments: `TypeError` or `RangeError`, naming the argument.
@@ -59,14 +63,19 @@ export declare class EtcdLockStore implements InspectableStore {
   readonly prefix: string;
   /** Always true: waiters are handed the lock in their turn. */
   readonly grantsOnRelease: true;
+  /** Always true: limits, weights and shared/exclusive modes. */
+  readonly permits: true;
 
   /**
    * Takes the lock if nobody holds or waits for it; `undefined` when held (locks are not
    * reentrant). With `{ queue: true }` the owner stays queued and is handed the lock in
    * its turn (through `subscribe`); asked again, it answers `undefined` while the owner
-   * waits and the lease once it was handed over.
+   * waits and the lease once it was handed over. With `limit` and `weight` (integers,
+   * 1 <= weight <= limit <= 2147483647), `weight` of the key's `limit` permits; `{ limit }`
+   * (the key's) when it is held or awaited with another limit (a plain lock's is 1).
+   * @throws {TypeError} when `queue` is not a boolean; {RangeError} for a bad `limit`/`weight`.
    */
-  acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
+  acquire(key: string, owner: string, ttlMs: number, options?: PermitRequest): Promise<AcquireAnswer | undefined>;
 
   /** One keep-alive of the owner's lease (a new lease when `ttlMs` is longer than it keeps); `false` when it is gone. */
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
@@ -81,8 +90,9 @@ export declare class EtcdLockStore implements InspectableStore {
   ttl(key: string): Promise<number | undefined>;
 
   /**
-   * The holder (its create revision is its token; time left in whole seconds) and the
-   * waiters in queue order (etcd records no time: no `since`).
+   * The holders (their create revisions are their tokens; time left in whole seconds),
+   * each with its `weight` (and `mode`) and the key's `limit` when held with permits, and
+   * the waiters in queue order (etcd records no time: no `since`).
    */
   inspect(key: string): Promise<LockInspection | undefined>;
 

@@ -41,22 +41,52 @@ impl TokenFloors {
 
     /// Takes `token` for `key` on `store` as its new floor when it is larger than the
     /// floor; otherwise keeps the floor and returns it: the store's tokens went back.
-    pub fn admit(&mut self, store: u32, key: &str, token: u64) -> Result<(), u64> {
-        let hash = self.seeds.map(|seed| {
+    ///
+    /// With `sent_floor` (the floor when the acquire was sent: permits, whose holders'
+    /// grants may be answered in any order), the token need only exceed that; the floor
+    /// becomes the larger of the two.
+    pub fn admit(&mut self, store: u32, key: &str, token: u64, sent_floor: Option<u64>) -> Result<(), u64> {
+        let hash = self.hash(key);
+        let slot = self.slot(store, &hash);
+        let known = slot.store == store && slot.hash == hash;
+        match sent_floor {
+            Some(floor) if token <= floor => return Err(floor),
+            Some(_) if known => {
+                slot.token = slot.token.max(token);
+                return Ok(());
+            }
+            None if known && token <= slot.token => return Err(slot.token),
+            _ => {}
+        }
+        *slot = Floor { store, hash, token };
+        Ok(())
+    }
+
+    /// The floor of `key` on `store`: the largest token seen for it (0: none known).
+    pub fn floor(&mut self, store: u32, key: &str) -> u64 {
+        let hash = self.hash(key);
+        let slot = self.slot(store, &hash);
+        if slot.store == store && slot.hash == hash {
+            slot.token
+        } else {
+            0
+        }
+    }
+
+    fn hash(&self, key: &str) -> [u64; 2] {
+        self.seeds.map(|seed| {
             let mut h = DefaultHasher::new();
             h.write_u64(seed);
             h.write(key.as_bytes());
             h.finish()
-        });
+        })
+    }
+
+    fn slot(&mut self, store: u32, hash: &[u64; 2]) -> &mut Floor {
         if self.slots.is_empty() {
             self.slots = vec![Floor::default(); TOKEN_FLOOR_SLOTS];
         }
-        let slot = &mut self.slots[(hash[0] ^ u64::from(store)) as usize % TOKEN_FLOOR_SLOTS];
-        if slot.store == store && slot.hash == hash && token <= slot.token {
-            return Err(slot.token);
-        }
-        *slot = Floor { store, hash, token };
-        Ok(())
+        &mut self.slots[(hash[0] ^ u64::from(store)) as usize % TOKEN_FLOOR_SLOTS]
     }
 }
 
@@ -67,12 +97,18 @@ mod tests {
     #[test]
     fn a_token_must_be_larger_than_the_last_one_seen_for_its_key_and_store() {
         let mut floors = TokenFloors::new([1, 2]);
-        assert_eq!(floors.admit(7, "k", 5), Ok(()));
-        assert_eq!(floors.admit(7, "k", 3), Err(5));
-        assert_eq!(floors.admit(7, "k", 5), Err(5));
-        assert_eq!(floors.admit(7, "k", 6), Ok(()));
-        assert_eq!(floors.admit(7, "other", 1), Ok(()), "each key has its own floor");
-        assert_eq!(floors.admit(8, "k", 1), Ok(()), "each store has its own floor");
+        assert_eq!(floors.admit(7, "k", 5, None), Ok(()));
+        assert_eq!(floors.admit(7, "k", 3, None), Err(5));
+        assert_eq!(floors.admit(7, "k", 5, None), Err(5));
+        assert_eq!(floors.admit(7, "k", 6, None), Ok(()));
+        assert_eq!(floors.admit(7, "other", 1, None), Ok(()), "each key has its own floor");
+        assert_eq!(floors.admit(8, "k", 1, None), Ok(()), "each store has its own floor");
+        // Permits: answers in any order, each above the floor when its acquire was sent.
+        let sent = floors.floor(7, "k");
+        assert_eq!(floors.admit(7, "k", 9, Some(sent)), Ok(()));
+        assert_eq!(floors.admit(7, "k", 8, Some(sent)), Ok(()), "granted before 9, answered after");
+        assert_eq!(floors.floor(7, "k"), 9, "the floor is the larger");
+        assert_eq!(floors.admit(7, "k", 6, Some(sent)), Err(sent));
     }
 
     #[test]
@@ -80,12 +116,13 @@ mod tests {
         let mut floors = TokenFloors::new([1, 2]);
         assert!(floors.slots.is_empty(), "nothing before the first grant");
         for i in 0..2 * TOKEN_FLOOR_SLOTS {
-            floors.admit(1, &format!("key-{i}"), 100).unwrap();
+            floors.admit(1, &format!("key-{i}"), 100, None).unwrap();
         }
         assert_eq!(floors.slots.len(), TOKEN_FLOOR_SLOTS);
         let last = format!("key-{}", 2 * TOKEN_FLOOR_SLOTS - 1);
-        assert_eq!(floors.admit(1, &last, 1), Err(100), "the last key is remembered");
-        let forgotten = (0..TOKEN_FLOOR_SLOTS).filter(|i| floors.admit(1, &format!("key-{i}"), 1).is_ok()).count();
+        assert_eq!(floors.admit(1, &last, 1, None), Err(100), "the last key is remembered");
+        let forgotten =
+            (0..TOKEN_FLOOR_SLOTS).filter(|i| floors.admit(1, &format!("key-{i}"), 1, None).is_ok()).count();
         assert!(forgotten > TOKEN_FLOOR_SLOTS / 2, "most of the first keys' slots were taken: {forgotten}");
     }
 }

@@ -184,3 +184,33 @@ fn on_a_js_store_a_newcomer_waits_behind_the_waiters_here_without_asking() {
     e.start(2, vec![permits(EXT, SHARED_LIMIT, 1, None)], ExecOptions::default()).unwrap();
     assert!(acquires(&mut e).is_empty(), "the reader waits its turn");
 }
+
+#[test]
+fn holders_granted_together_may_be_answered_in_any_order() {
+    let mut e = engine();
+    let mut requests = Vec::new();
+    for exec in 1..=2 {
+        e.start(exec, vec![permits(EXT, 3, 1, None)], ExecOptions::default()).unwrap();
+        requests.extend(std::iter::from_fn(|| e.take_effect()).filter_map(|eff| match eff {
+            Effect::StoreCall { request, method: StoreMethod::Acquire, .. } => Some(request),
+            _ => None,
+        }));
+    }
+    assert_eq!(requests.len(), 2, "both asked: neither waited when the other came");
+    // The store granted 11 then 12; the answers come back the other way round.
+    e.answer(requests[1], Answer::Acquired(Some(12)));
+    e.answer(requests[0], Answer::Acquired(Some(11)));
+    assert_eq!(runs(&mut e), [2, 1], "11 was above every token seen when it was asked");
+    // A token at or below what was seen before a try was sent is still refused.
+    e.start(3, vec![permits(EXT, 3, 1, None)], ExecOptions::default()).unwrap();
+    let third = std::iter::from_fn(|| e.take_effect())
+        .find_map(|eff| match eff {
+            Effect::StoreCall { request, method: StoreMethod::Acquire, .. } => Some(request),
+            _ => None,
+        })
+        .expect("the third asks");
+    e.answer(third, Answer::Acquired(Some(12)));
+    let refused = std::iter::from_fn(|| e.take_effect())
+        .any(|eff| matches!(eff, Effect::Settled { exec: 3, outcome: Outcome::Error(LockError::StoreFailed { .. }) }));
+    assert!(refused, "12 was seen before the third asked");
+}

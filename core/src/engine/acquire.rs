@@ -26,6 +26,7 @@ impl Engine {
             next_try: None,
             release_seen: false,
             asked_store: false,
+            sent_floor: 0,
         });
         self.try_acquire(exec, layer);
     }
@@ -100,11 +101,14 @@ impl Engine {
                         }
                     }
                 }
+                let l = layer_at(&self.execs, exec, layer);
+                let sent_floor = if l.spec.has_permits() { self.floors.floor(id, &l.spec.key) } else { 0 };
                 let request = self.send(Origin::Layer { exec, layer }, StoreMethod::Acquire, id, now);
                 if let Some(a) = self.acquiring_mut(exec, layer) {
                     a.in_flight = Some((request, now));
                     a.next_try = None;
                     a.asked_store = true;
+                    a.sent_floor = sent_floor;
                 }
                 self.arm_acquiring(exec, layer);
             }
@@ -118,6 +122,7 @@ impl Engine {
         let l = at(&e.layers, layer);
         let LayerState::Acquiring(a) = &l.state else { return };
         let (store, queued, deadline) = (l.spec.store, a.queued, a.deadline);
+        let sent_floor = l.spec.has_permits().then_some(a.sent_floor);
         let (renew, waited) = (e.options.renew, now - l.started_at);
         // The key is copied only on the paths that need it apart from the layer.
         let key_of = |engine: &Self| layer_at(&engine.execs, exec, layer).spec.key.clone();
@@ -125,7 +130,7 @@ impl Engine {
             TryResult::Granted(token) => {
                 if let StoreRef::External { id, .. } = store {
                     let key = &layer_at(&self.execs, exec, layer).spec.key;
-                    if let Err(floor) = self.floors.admit(id, key, token) {
+                    if let Err(floor) = self.floors.admit(id, key, token, sent_floor) {
                         let failure = StoreFailure::BadAnswer(text!(
                             "fencing token ",
                             token,

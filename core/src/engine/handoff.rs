@@ -187,7 +187,7 @@ impl Engine {
         self.forget_holder(exec, layer);
         self.holders.push((to, to_layer));
         // Larger than every token seen for the key: the store's next grant must be too.
-        let _ = self.floors.admit(id, &key, token);
+        let _ = self.floors.admit(id, &key, token, None);
         // A granting store may have queued the waiter under its own owner id: it leaves
         // that queue, so that no release hands the key to an owner nobody uses.
         if waiting.asked_store && wake == Wake::Grant {

@@ -20,6 +20,9 @@ pub(super) struct Acquiring {
     pub(super) release_seen: bool,
     /// A try of a JS store was sent: a granting store may have queued this owner.
     pub(super) asked_store: bool,
+    /// Permits: the key's token floor when the last try was sent. Holders' grants may be
+    /// answered in any order; each must only exceed what was seen before it was asked.
+    pub(super) sent_floor: u64,
 }
 
 /// A lock held: when its lease ends, when it is renewed next.

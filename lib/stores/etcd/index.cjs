@@ -38,6 +38,16 @@
  * engine unsubscribed it) leave the queue after LINGER_MS, and `close()` takes all of
  * this store's waiters out.
  *
+ * Permits (`{ limit, weight }`, limit > 1; shared and exclusive modes arrive as permits
+ * of SHARED_LIMIT). Each holder and waiter keeps a key of its own, named with its limit
+ * and weight (lib/stores/etcd/permit-keys.cjs), under its own lease: renewed, released
+ * and lapsing alone. In create-revision order a key holds iff the weights up to it, its
+ * own included, fit in the limit: FIFO, a head that does not fit blocks those behind
+ * it, and the token (a create revision) of every grant exceeds those granted before.
+ * Keys of two limits (a plain lock's are of limit 1) are never on a lock at once: every
+ * put compares the other limits' ranges empty, and a try refused so answers `{ limit }`.
+ * A waiter watches one key or range (waiting.cjs): no crowd is woken.
+ *
  * The watches and the keep-alives go over one stream each of the client's
  * (lib/stores/etcd/watch.cjs, lib/stores/etcd/keepalive.cjs), opened when needed and ended once idle.
  *
@@ -59,11 +69,14 @@
 
 const { describe, checkOptionNames } = require('../../common/describe.cjs');
 const { checkText, checkTtl, checkListener, checkOptionsObject } = require('../shared/checks.cjs');
+const { acquireOptions } = require('../shared/permits.cjs');
 const { KeepAlives } = require('./keepalive.cjs');
 const { DeletionWatches } = require('./watch.cjs');
 const { EtcdLeases } = require('./leases.cjs');
 const { EtcdQueue, WAITING, GRANTED, HELD } = require('./waiting.cjs');
-const { CREATE, EQUAL, VALUE, enc, rangeEnd, isEtcdClient, revisionOf, rangeOf, firstRange, lastTwoRange } = require('./requests.cjs');
+const { CREATE, EQUAL, VALUE, enc, rangeEnd, isEtcdClient, revisionOf, rangeOf, firstRange, lastTwoRange, noKeys } = require('./requests.cjs');
+const { permitRange, permitsStart, permitName, keyPermits } = require('./permit-keys.cjs');
+const { EtcdPermits } = require('./permit-acquire.cjs');
 const { etcdInspector } = require('./inspect.cjs');
 const { checkListOptions } = require('../../common/list-options.cjs');
 
@@ -80,6 +93,7 @@ class EtcdLockStore {
   #watches;
   #leases; // kept leases, retried requests (leases.cjs)
   #queue; // holders and waiters, and how they wait (waiting.cjs)
+  #permits; // acquire for permits (permit-acquire.cjs)
   #prefix;
   #namespace; // the client's namespace prefix (a Buffer), first in every key
   #closed = false;
@@ -100,6 +114,7 @@ class EtcdLockStore {
     this.#watches = new DeletionWatches(client.watchClient);
     this.#leases = new EtcdLeases(client.leaseClient, this.#keepAlives);
     this.#queue = new EtcdQueue(client.kv, this.#watches, this.#leases);
+    this.#permits = new EtcdPermits(client.kv, this.#queue, this.#leases);
     this.#prefix = prefix;
     this.#namespace = Buffer.isBuffer(client.prefix) ? client.prefix : Buffer.alloc(0);
     this.#inspector = etcdInspector({ kv: client.kv, leases: client.leaseClient, namespace: this.#namespace, prefix });
@@ -128,29 +143,49 @@ class EtcdLockStore {
     return true;
   }
 
+  /** Permits: limit, weight and (as permits of SHARED_LIMIT) shared and exclusive modes. */
+  get permits() {
+    return true;
+  }
+
   /**
    * Takes the lock on `key` for `ttlMs`: resolves to `{ fencingToken }`, or `undefined`
    * when it is held (by anyone: locks are not reentrant). With `{ queue: true }` the
    * owner then stays in the key's queue and is granted the lock in its turn (see
    * Waiting at the top); asked again, it answers from that: `undefined` while the owner
    * waits, the lease once it was handed over (counted again from this call). Without
-   * it, nothing is left behind.
+   * it, nothing is left behind. With `{ limit, weight }`, a permit (see Permits at the
+   * top); `{ limit }` when the lock is held or awaited with another limit.
    */
   async acquire(key, owner, ttlMs, options) {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
-    if (options !== undefined && (options === null || typeof options !== 'object')) {
-      throw new TypeError(`options must be an object such as { queue: true }, got ${describe(options)}`);
-    }
-    const queue = options?.queue === true && !this.#closed;
+    const asked = acquireOptions(options);
+    const queue = asked.queue && !this.#closed;
+    const limit = asked.limit ?? 1; // a limit of 1 is a plain lock, its keys plain ones
+    if (limit === 1) return this.#acquire(key, owner, ttlMs, queue, limit, undefined);
+    // Holders granted together may be answered in any order: the engine takes each
+    // token against what it had seen when it asked (core/src/fencing.rs).
+    const answer = await this.#acquire(key, owner, ttlMs, queue, limit, asked.weight);
+    if (answer?.fencingToken !== undefined) this.#queue.beforeGrant(key, answer.fencingToken);
+    return answer;
+  }
+
+  async #acquire(key, owner, ttlMs, queue, limit, weight) {
     const entry = this.#queue.get(key, owner);
-    if (entry !== undefined) return this.#askedAgain(entry, queue, ttlMs);
+    if (entry !== undefined) {
+      if ((entry.limit ?? 1) !== limit) return { limit: entry.limit ?? 1 };
+      return this.#askedAgain(entry, queue, ttlMs);
+    }
 
     const lease = await this.#leases.take(ttlMs);
     const prefix = this.#lockPrefix(key);
     const end = rangeEnd(prefix);
-    const name = Buffer.concat([prefix, Buffer.from(BigInt(lease.id).toString(16))]);
+    const name =
+      limit > 1
+        ? permitName(prefix, limit, weight, lease.id)
+        : Buffer.concat([prefix, Buffer.from(BigInt(lease.id).toString(16))]);
     const put = { request_put: { key: name, value: Buffer.from(owner), lease: lease.id } };
     const sentAt = performance.now();
     // A kept lease is refreshed by a keep-alive sent with the transaction: the server
@@ -162,14 +197,38 @@ class EtcdLockStore {
     // answer lost with a member) finds the key there from the first try, created at an
     // earlier revision than this transaction's.
     const mine = { request_range: { key: name, keys_only: true } };
+    const e = {
+      key,
+      owner,
+      ttlMs,
+      lease,
+      name,
+      prefix,
+      end,
+      rev: 0,
+      state: HELD,
+      stopWatch: noop,
+      timer: undefined,
+      checkedAt: sentAt,
+      createdAt: sentAt,
+    };
+    if (limit > 1) {
+      e.limit = limit;
+      e.weight = weight;
+      e.start = permitRange(prefix, limit);
+      e.stop = rangeEnd(e.start);
+    }
     let reply;
     try {
       reply = await this.#leases.retried(sentAt + (2 * ttlMs) / 3, () => this.#kv.txn(
-        queue
+        e.limit !== undefined
+          ? this.#permits.request(e, put, queue)
+          : queue
           ? {
-              compare: [],
+              // Not while permits are held or awaited here: a plain lease never joins them.
+              compare: [noKeys(permitsStart(prefix), end)],
               success: [put, firstRange(prefix, end), lastTwoRange(prefix, end), mine],
-              failure: [],
+              failure: [firstRange(prefix, end)],
             }
           : {
               // Only when no key is under the prefix: a try that does not wait never
@@ -195,32 +254,17 @@ class EtcdLockStore {
     }
     if (!lease.fresh) lease.keptAt = sentAt;
     const txnRev = revisionOf(reply, 'acquire');
-    const e = {
-      key,
-      owner,
-      ttlMs,
-      lease,
-      name,
-      prefix,
-      end,
-      rev: txnRev,
-      state: HELD,
-      stopWatch: noop,
-      timer: undefined,
-      checkedAt: sentAt,
-      createdAt: sentAt,
-    };
+    e.rev = txnRev;
     this.#queue.counted();
+    if (e.limit !== undefined) return this.#permits.answer(e, reply, put, queue, sentAt + (2 * ttlMs) / 3);
+    if (queue && !reply.succeeded) return this.#otherLimit(lease, prefix, rangeOf(reply, 0)[0]);
     if (!queue && reply.succeeded) {
       this.#queue.add(e);
       return { fencingToken: e.rev };
     }
     const [firstAt, mineAt] = queue ? [1, 3] : [0, 1];
     const own = rangeOf(reply, mineAt)[0];
-    if (own === undefined) {
-      this.#leases.keep(lease); // held, and nothing of ours was written
-      return undefined;
-    }
+    if (own === undefined) return this.#otherLimit(lease, prefix, rangeOf(reply, firstAt)[0]); // held, nothing of ours written
     e.rev = Number(own.create_revision);
     this.#queue.add(e);
     const first = rangeOf(reply, firstAt)[0]?.key;
@@ -242,6 +286,13 @@ class EtcdLockStore {
     return undefined;
   }
 
+  /** A plain try wrote nothing: `{ limit }` when `first`, the lock's first key, is a permit's. */
+  #otherLimit(lease, prefix, first) {
+    this.#leases.keep(lease);
+    const limit = first === undefined ? 1 : keyPermits(prefix, first.key).limit;
+    return limit > 1 ? { limit } : undefined;
+  }
+
   /** An owner with a key here asks again (the engine's poll, or its last try). */
   async #askedAgain(e, queue, ttlMs) {
     if (e.state === WAITING) {
@@ -257,7 +308,7 @@ class EtcdLockStore {
     const ttl = await this.#leases.keepAlive(e.lease, sentAt + (2 * ttlMs) / 3);
     if (ttl <= 0) {
       this.#queue.forget(e);
-      return this.acquire(e.key, e.owner, ttlMs, { queue });
+      return this.#acquire(e.key, e.owner, ttlMs, queue, e.limit ?? 1, e.weight);
     }
     e.lease.keptAt = sentAt;
     if (e.state === GRANTED) e.state = HELD;

@@ -6,7 +6,9 @@
  * - `inspect(key)` reads every key under the lock's prefix in create-revision order:
  *   the first is the holder (its create revision is the fencing token; the time left
  *   is its lease's, which etcd counts in whole seconds), the others are the waiters in
- *   queue order. etcd records no time with a key: a waiter's `since` is absent.
+ *   queue order. etcd records no time with a key: a waiter's `since` is absent. On a
+ *   lock held with permits (permit-keys.cjs), the holders are the keys whose weights
+ *   up to them fit in the limit, each with its weight (and mode), and `limit` is shown.
  * - `list({ prefix, limit })` reads the range of lock keys under the store's prefix that
  *   start with `prefix`, PAGE keys per request (keys only, in key order), and starts
  *   each next request after the last lock's keys: memory stays bounded, and each request
@@ -14,6 +16,8 @@
  */
 
 const { ASCEND, BY_CREATE, enc, rangeEnd } = require('./requests.cjs');
+const { keyPermits } = require('./permit-keys.cjs');
+const { permitsShown } = require('../shared/permits.cjs');
 
 const PAGE = 500;
 /** Keys (holder and waiters) an inspection reads at most under one lock. */
@@ -40,17 +44,30 @@ function etcdInspector({ kv, leases, namespace, prefix }) {
         sort_target: BY_CREATE,
         limit: MAX_ENTRIES,
       });
-      const [first, ...rest] = reply.kvs;
+      const first = reply.kvs[0];
       if (first === undefined) return undefined;
-      const lease = await leases.leaseTimeToLive({ ID: first.lease });
-      const seconds = Number(lease.TTL);
-      const holders =
-        seconds >= 0
-          ? [{ owner: first.value.toString(), fencingToken: Number(first.create_revision), ttl: seconds * 1000 }]
-          : [];
-      const waiters = rest.map((kv) => ({ owner: kv.value.toString() }));
+      const { limit } = keyPermits(lock, first.key);
+      // Weights summed in create-revision order: the keys that fit hold (one, when plain).
+      let taken = 0;
+      const held = [];
+      const waiting = [];
+      for (const kv of reply.kvs) {
+        const { weight } = keyPermits(lock, kv.key);
+        taken += weight;
+        (taken <= limit ? held : waiting).push({ kv, weight });
+      }
+      const shown = await Promise.all(
+        held.map(async ({ kv, weight }) => {
+          const seconds = Number((await leases.leaseTimeToLive({ ID: kv.lease })).TTL);
+          if (seconds < 0) return undefined; // lapsed, its key about to go
+          const holder = { owner: kv.value.toString(), fencingToken: Number(kv.create_revision), ttl: seconds * 1000 };
+          return limit > 1 ? { ...holder, ...permitsShown(limit, weight) } : holder;
+        }),
+      );
+      const holders = shown.filter((h) => h !== undefined);
+      const waiters = waiting.map(({ kv }) => ({ owner: kv.value.toString() }));
       if (holders.length === 0 && waiters.length === 0) return undefined;
-      return { key, holders, waiters };
+      return limit > 1 ? { key, holders, waiters, limit } : { key, holders, waiters };
     },
     async *list({ prefix: keyStart, limit }) {
       const start = Buffer.concat([root, Buffer.from(enc(keyStart))]);

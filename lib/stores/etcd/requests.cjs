@@ -7,7 +7,9 @@
 // etcd's enum values (rpc.proto), sent as numbers.
 const EQUAL = 0; // Compare.result
 const CREATE = 1; // Compare.target: the create revision
+const MOD = 2; // Compare.target: the last modification's revision
 const VALUE = 3; // Compare.target
+const LESS = 2; // Compare.result
 const ASCEND = 1; // RangeRequest.sort_order
 const DESCEND = 2;
 const BY_CREATE = 2; // RangeRequest.sort_target
@@ -68,6 +70,16 @@ function firstRange(prefix, end) {
   return { request_range: { key: prefix, range_end: end, sort_order: ASCEND, sort_target: BY_CREATE, limit: 1, keys_only: true } };
 }
 
+/** Every key from `start` to `end` (keys only), oldest first: a permit key's queue. */
+function allRange(start, end) {
+  return { request_range: { key: start, range_end: end, sort_order: ASCEND, sort_target: BY_CREATE, keys_only: true } };
+}
+
+/** A compare that holds when no key lies from `start` to `end`. */
+function noKeys(start, end) {
+  return { key: start, range_end: end, target: CREATE, result: EQUAL, create_revision: 0 };
+}
+
 /** The last two keys under the prefix by create revision. */
 function lastTwoRange(prefix, end) {
   return { request_range: { key: prefix, range_end: end, sort_order: DESCEND, sort_target: BY_CREATE, limit: 2, keys_only: true } };
@@ -76,7 +88,9 @@ function lastTwoRange(prefix, end) {
 module.exports = {
   EQUAL,
   CREATE,
+  MOD,
   VALUE,
+  LESS,
   ASCEND,
   DESCEND,
   BY_CREATE,
@@ -88,5 +102,7 @@ module.exports = {
   revisionOf,
   rangeOf,
   firstRange,
+  allRange,
+  noKeys,
   lastTwoRange,
 };

@@ -8,10 +8,17 @@
  * nobody in the store waits for any more leave the queue LINGER_MS later.
  *
  * An entry: { key, owner, ttlMs, lease, name, prefix, end, rev (its key's create
- * revision: the token), state, stopWatch, timer, checkedAt, createdAt }.
+ * revision: the token), state, stopWatch, timer, checkedAt, createdAt }, and for a
+ * permit { limit, weight, start, stop } (start and stop: the range of its limit's keys).
+ *
+ * A permit waiter (permit-keys.cjs says who holds) watches one thing: the first in line
+ * (the key before it holds) watches deletions in its limit's range, any of which may let
+ * it in; one behind another waiter watches that waiter's key, which is deleted or, when
+ * let in, put again unchanged (`touch`). One watcher is woken per event, never a crowd.
  */
 const { ReleaseListeners } = require('../shared/release-listeners.cjs');
-const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange } = require('./requests.cjs');
+const { EQUAL, VALUE, DESCEND, BY_CREATE, revisionOf, rangeOf, firstRange, allRange } = require('./requests.cjs');
+const { standing } = require('./permit-keys.cjs');
 
 function noop() {}
 
@@ -37,6 +44,7 @@ class EtcdQueue {
   #leases;
   entries = new Map(); // `${key}\0${owner}` -> entry, for this store's holders and waiters
   listeners = new ReleaseListeners((key) => this.listenersChanged(key));
+  #permitWaiters = new Map(); // key -> this store's permit waiters on it
   #lingerTimers = new Map(); // key -> timer that drops its waiters
   #untilSweep = SWEEP_EVERY;
 
@@ -99,6 +107,47 @@ class EtcdQueue {
     e.timer = undefined;
     const id = `${e.key}\u0000${e.owner}`;
     if (this.entries.get(id) === e) this.entries.delete(id);
+    this.#notWaiting(e);
+  }
+
+  /** `e`, a permit's entry, waits (its key read not fitting). */
+  waiting(e) {
+    let waiters = this.#permitWaiters.get(e.key);
+    if (waiters === undefined) {
+      waiters = new Set();
+      this.#permitWaiters.set(e.key, waiters);
+    }
+    waiters.add(e);
+  }
+
+  #notWaiting(e) {
+    const waiters = this.#permitWaiters.get(e.key);
+    if (waiters?.delete(e) && waiters.size === 0) this.#permitWaiters.delete(e.key);
+  }
+
+  /**
+   * A grant of `token` on `key` came: this store's permit waiters with a lower token (a
+   * key before it) hold too (the weights up to a key fit only if they do up to every
+   * key before it), though their watches may not have told them yet. They are let in
+   * first, so that the engine sees the tokens rise.
+   */
+  beforeGrant(key, token) {
+    const below = [...(this.#permitWaiters.get(key) ?? [])].filter((e) => e.rev < token && e.state === WAITING);
+    for (const e of below.sort((a, b) => a.rev - b.rev)) this.letIn(e, true);
+  }
+
+  /**
+   * The permit waiter `e` holds: offered to the listeners; once claimed, with `touch`,
+   * its key is put again for the waiter behind.
+   */
+  letIn(e, touch) {
+    this.#notWaiting(e);
+    e.stopWatch();
+    e.state = GRANTED;
+    if (e.timer !== undefined) clearTimeout(e.timer);
+    e.timer = undefined;
+    this.granted(e);
+    if (touch && e.state === HELD) this.touch(e);
   }
 
   /** Forgets the holders whose lease ran out by this store's count (see SWEEP_EVERY). */
@@ -149,6 +198,7 @@ class EtcdQueue {
   /** Reads who is ahead of `e` now: nobody (the lock is its), or a key to watch. */
   async recheck(e) {
     if (e.state !== WAITING) return;
+    if (e.limit !== undefined) return this.#recheckPermits(e);
     e.checkedAt = performance.now();
     try {
       const reply = await this.#kv.txn({
@@ -180,6 +230,47 @@ class EtcdQueue {
       // Nobody awaits a recheck: a failure (etcd down, an odd answer) is tried again later.
       this.recheckLater(e);
     }
+  }
+
+  /** A permit waiter: `at` is where its key stood in a read at `revision` (see the top). */
+  waitForPermits(e, at, revision) {
+    e.stopWatch();
+    const again = () => this.recheck(e);
+    const lost = () => this.recheckLater(e);
+    e.stopWatch = at.predFits
+      ? this.#watches.watch(e.start, revision + 1, again, lost, { rangeEnd: e.stop })
+      : this.#watches.watch(at.pred, revision + 1, again, lost, { puts: true });
+  }
+
+  /** Reads a permit waiter's queue: it holds now, or waits on what `waitForPermits` picks. */
+  async #recheckPermits(e) {
+    e.checkedAt = performance.now();
+    try {
+      const reply = await this.#kv.range(allRange(e.start, e.stop).request_range);
+      if (e.state !== WAITING) return;
+      const at = standing(reply.kvs, e.prefix, e.name, e.limit);
+      if (at === undefined) return void this.forget(e); // its key lapsed with its lease
+      if (!at.fits) return void this.waitForPermits(e, at, revisionOf(reply, 'a read of the queue'));
+      this.beforeGrant(e.key, e.rev);
+      this.letIn(e, at.after);
+    } catch {
+      this.recheckLater(e);
+    }
+  }
+
+  /**
+   * Puts `e`'s key again as it is (value, lease; its create revision stays): the waiter
+   * behind it, which read it waiting, watches it and reads its queue again.
+   */
+  touch(e) {
+    const value = Buffer.from(e.owner);
+    this.#kv
+      .txn({
+        compare: [{ key: e.name, target: VALUE, result: EQUAL, value }],
+        success: [{ request_put: { key: e.name, value, lease: e.lease.id } }],
+        failure: [],
+      })
+      .catch(noop); // the waiter behind reads again when its engine asks (RECHECK_MS)
   }
 
   recheckLater(e) {

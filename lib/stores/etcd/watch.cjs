@@ -26,7 +26,7 @@ class DeletionWatches {
   #watchClient;
   #stream = null;
   #opening = false;
-  #watches = new Map(); // id -> { id, key, from, onDelete, onLost }
+  #watches = new Map(); // id -> { id, key, from, onDelete, onLost, rangeEnd, puts }
   #nextId = 1;
   #lingerTimer = undefined;
   #retryTimer = undefined;
@@ -40,10 +40,11 @@ class DeletionWatches {
   /**
    * Calls `onDelete()` once when `key` (a Buffer, the whole key) is deleted at revision
    * `from` or later, or `onLost()` if etcd ends the watch. Returns a function that stops
-   * it (idempotent); neither is called after that.
+   * it (idempotent); neither is called after that. With `rangeEnd`, a deletion of any
+   * key from `key` to it counts; with `puts`, a put of the key counts too.
    */
-  watch(key, from, onDelete, onLost) {
-    const w = { id: this.#nextId++, key, from, onDelete, onLost };
+  watch(key, from, onDelete, onLost, { rangeEnd, puts = false } = {}) {
+    const w = { id: this.#nextId++, key, from, onDelete, onLost, rangeEnd, puts };
     this.#watches.set(w.id, w);
     if (this.#lingerTimer !== undefined) clearTimeout(this.#lingerTimer);
     this.#lingerTimer = undefined;
@@ -53,7 +54,9 @@ class DeletionWatches {
   }
 
   #create(w) {
-    this.#stream.write({ create_request: { key: w.key, start_revision: String(w.from), filters: [NOPUT], watch_id: String(w.id) } });
+    const request = { key: w.key, start_revision: String(w.from), filters: w.puts ? [] : [NOPUT], watch_id: String(w.id) };
+    if (w.rangeEnd !== undefined) request.range_end = w.rangeEnd;
+    this.#stream.write({ create_request: request });
   }
 
   #stop(id) {
@@ -98,7 +101,7 @@ class DeletionWatches {
       w.onLost();
       return;
     }
-    if (reply.events?.some(isDelete)) {
+    if (w.puts ? reply.events?.length > 0 : reply.events?.some(isDelete)) {
       this.#stop(w.id);
       w.onDelete();
     }
