@@ -535,6 +535,7 @@ describe('standalone Redis', () => {
         const key = uniqueKey('rtt');
         // warm the script cache, then count
         assert.ok(await s.acquire(key, 'w', 10_000));
+        assert.equal(await s.renew(key, 'w', 10_000), true);
         assert.ok(await s.release(key, 'w'));
         const N = 20;
         await call(server.port, ['CONFIG', 'RESETSTAT']);
@@ -550,12 +551,13 @@ describe('standalone Redis', () => {
           calls[cmd] = st.calls;
         }
         // Top level: EVALSHA only. The rest run inside the scripts (Redis counts those
-        // too): acquire EXISTS, TIME, GET, SET, SET; renew GET, PEXPIRE; release GET,
-        // EXISTS (is anyone queued? no), DEL, PUBLISH. Any GET/SET sent by the store
-        // itself would show up here.
+        // too): acquire TYPE (free, and not a key held with permits), TIME, GET, SET,
+        // SET; renew GET, PEXPIRE; release GET, EXISTS (is anyone queued? no), DEL,
+        // PUBLISH. Any GET/SET sent by the store itself would show up here.
         assert.deepEqual(calls, {
           evalsha: 3 * N,
-          exists: 2 * N,
+          type: N,
+          exists: N,
           time: N,
           get: 3 * N,
           set: 2 * N,

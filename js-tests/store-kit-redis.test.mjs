@@ -28,6 +28,8 @@ function kitOn(name, connect, close) {
   testLockStore(name, {
     store: () => new RedisLockStore({ client, prefix: 'kit' }),
     close: (store) => store.close(),
+    // The store's own `permits` getter says so too (js-tests/redis-permits.test.mjs checks it).
+    capabilities: { permits: true },
   });
 }
 

@@ -1,6 +1,6 @@
 // Type declarations for `leasehold/redis`. Written by hand; they import nothing from
 // ioredis or node-redis: clients are described by the few members the store uses.
-import type { InspectableStore, ListOptions, LockGrant, LockInspection, LockStore } from './index';
+import type { AcquireAnswer, InspectableStore, ListOptions, LockGrant, LockInspection, PermitRequest } from './index';
 
 /** The part of an ioredis (v5) `Redis` or `Cluster` client that the store uses. */
 export interface IORedisLikeClient {
@@ -134,22 +134,31 @@ export declare class RedisLockStore implements InspectableStore {
    * it answers with the lease when a release has already handed it to `owner`, counted
    * again from now; with `{ queue: true }` a held key also queues `owner` for a grant on
    * release (see above).
+   * With `{ limit, weight }` (permits; a mode is permits of 2147483647) it takes `weight`
+   * of the key's `limit` permits when they fit beside the live holders' and nobody is
+   * queued ahead; each holder has its own lease and token. `{ limit }` (the key's) when
+   * the key is held or waited for with another limit, a plain lease being limit 1.
+   * @throws {TypeError | RangeError} for bad options, naming the field.
    */
-  acquire(...args: Parameters<LockStore['acquire']>): ReturnType<LockStore['acquire']>;
+  acquire(key: string, owner: string, ttlMs: number, options?: PermitRequest): Promise<AcquireAnswer | undefined>;
+
+  /** Keeps permits: `limit`, `weight` and `mode`. */
+  readonly permits: true;
 
   /** True while the store can deliver grants: not closed, and the client can `duplicate()`. */
   readonly grantsOnRelease: boolean;
 
   /**
-   * Resets the lease to `ttlMs` from now; `false` when the live lease is not `owner`'s.
-   * `{ fencingToken }`: the key's next grant is larger than it.
+   * Resets the lease (or `owner`'s permit) to `ttlMs` from now; `false` when the owner
+   * holds no live lease or permit. `{ fencingToken }`: the key's next grant is larger than it.
    */
   renew(key: string, owner: string, ttlMs: number, options?: { fencingToken: number }): Promise<boolean>;
 
   /**
-   * Deletes `owner`'s live lease and announces it to subscribers; `false` when the lease
-   * had lapsed or is someone else's (which is left alone). `{ fencingToken }`: the key's
-   * next grant is larger than it.
+   * Deletes `owner`'s live lease (or gives its permit back, handing permits on to the
+   * queued owners from the head while each fits) and announces it to subscribers;
+   * `false` when the lease had lapsed or is someone else's (which is left alone).
+   * `{ fencingToken }`: the key's next grant is larger than it.
    */
   release(key: string, owner: string, options?: { fencingToken: number }): Promise<boolean>;
 
@@ -164,7 +173,9 @@ export declare class RedisLockStore implements InspectableStore {
 
   /**
    * The holder (its token is the key's last) and the queued waiters whose entries are
-   * valid, in queue order, `since` by the server's clock: one read-only script.
+   * valid, in queue order, `since` by the server's clock: one read-only script. On a key
+   * held with permits: every live holder with its `weight` (and `mode`), oldest grant
+   * first, and the key's `limit`.
    */
   inspect(key: string): Promise<LockInspection | undefined>;
 

@@ -33,6 +33,16 @@ const granting: LockStore = {
 async function main() {
   const queued = await store.acquire('k', 'owner', 1000, { queue: true });
   const token: number | undefined = queued?.fencingToken;
+  const permits: true = store.permits;
+  const answer = await store.acquire('k', 'owner', 1000, { queue: true, limit: 3, weight: 2 });
+  const heldWith: number | undefined = answer?.limit;
+  const inspected = await store.inspect('k');
+  const weight: number | undefined = inspected?.holders[0]?.weight;
+  const mode: 'shared' | 'exclusive' | undefined = inspected?.holders[0]?.mode;
+  const limit: number | undefined = inspected?.limit;
+  // @ts-expect-error a limit is a number
+  await store.acquire('k', 'owner', 1000, { limit: '3', weight: 1 });
+  void [permits, heldWith, weight, mode, limit];
   // @ts-expect-error handOffAfter is milliseconds, not a duration string
   new RedisLockStore({ client, handOffAfter: '20ms' });
   new RedisLockStore({ client, minReplicas: 1, replicaTimeout: 500 });

@@ -29,34 +29,17 @@
  *   `subscribe` listener. So a handover costs the release and one message: no retry,
  *   no crowd of waiters woken to race for the key, and waiters are served in order.
  *
- * Keys. A lock key `k` uses these Redis names, all in one hash slot:
- *   lease  `${prefix}:{${enc(k)}}`           value: the owner, expiry: the lease
- *   token  `${prefix}:{${enc(k)}}:token`     the last fencing token issued for `k`
- *   queue  `${prefix}:{${enc(k)}}:queue`     owners waiting for `k`, in arrival order
- *   waiters `${prefix}:{${enc(k)}}:waiters`  owner -> "<valid until> <ttl> <queued since> <channel>"
- *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released and
- *                                            nobody queued takes it over
- * and each store has a channel of its own, `${prefix}:grants:<random id>`, for grants.
- * An ioredis client's `keyPrefix` comes first in each of a key's names, its channel
- * included: a store with prefix `p` on a client with keyPrefix `app:` shares leases,
- * queues and announcements with a store with prefix `app:p` on a client without one.
- * The grant channel goes to the scripts as an argument, not a key, so it is used as it
- * is, without the keyPrefix.
- * Redis Cluster hashes only the text between the first `{` and the next `}`. The prefix
- * may not contain braces, and `enc` percent-encodes `%`, `{` and `}` (as `%25`, `%7B`,
- * `%7D`), so the user's text can never close the tag early nor open it elsewhere, and
- * distinct keys never share a name ('a}', 'a', '{a}' become `{a%7D}`, `{a}`, `{%7Ba%7D}`).
- * Lone UTF-16 surrogates, which every client would send as the same U+FFFD bytes, are
- * encoded as `%uD800`-style escapes, so `enc` is injective on all JS strings. Everything
- * else (spaces, newlines, `*`, emoji, any Unicode) is kept as is: Redis names are binary
- * safe, and the names stay readable in `redis-cli`.
+ * Keys: a lock key's Redis names, all in one hash slot, are described in names.cjs; a
+ * key held with permits (`limit`, `weight`, `mode`) in permit-scripts.cjs.
  */
 
 const { randomBytes } = require('node:crypto');
 const { describe, checkOptionNames } = require('../../common/describe.cjs');
-const { checkString, checkTtl, checkListener, queueOption, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
+const { checkString, checkTtl, checkListener, carriedToken, checkHandOff, checkOptionsObject } = require('../shared/checks.cjs');
+const { acquireOptions } = require('../shared/permits.cjs');
 const { adapterFor, isNoScript, noop } = require('./adapters.cjs');
 const { ACQUIRE, RENEW, RELEASE, WAKE, DEQUEUE } = require('./scripts.cjs');
+const { PERMIT_ACQUIRE } = require('./permit-scripts.cjs');
 const { encodeKey, keysOfLease, toToken, toFlag, parseGrant } = require('./names.cjs');
 const { QueuedOwners } = require('./grants.cjs');
 const { Turns } = require('./turns.cjs');
@@ -209,10 +192,18 @@ class RedisLockStore {
     }
   }
 
+  /** Keeps permits: `limit`, `weight` and `mode` (permit-scripts.cjs). */
+  get permits() {
+    return true;
+  }
+
   /**
-   * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
-   * fencing token, or `undefined` when the key is held (by anyone, this owner included:
-   * locks are not reentrant). Rejects with the client's error when Redis fails.
+   * Takes the lease on `key` for `ttlMs` if no live lease exists, or with options
+   * `{ limit, weight }` `weight` of the key's `limit` permits if they fit and nobody is
+   * queued ahead. Resolves to `{ fencingToken }`, `undefined` when the key is held (by
+   * anyone, this owner included: locks are not reentrant), or `{ limit }` when the key is
+   * held or waited for with another limit (a plain lease is limit 1). Rejects with the
+   * client's error when Redis fails.
    */
   async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
@@ -226,16 +217,27 @@ class RedisLockStore {
     // Options come from an engine on a store that grants on release: it is told of a
     // lease already handed to the owner, and, when the try will wait, asks to queue.
     const waits = options !== undefined;
-    const queue = queueOption(options) && this.#subscriptions.grantsListening && !this.#closed && this.#replicas === undefined;
+    const asked = acquireOptions(options);
+    // Permits queue from the first try, so that no later try overtakes it (FIFO): its
+    // engine subscribes as the answer comes. A grant that beats that subscription is
+    // taken back (standalone) or found by the owner's next try (Cluster).
+    const listening = this.#subscriptions.grantsListening || (asked.limit !== undefined && this.#redis.canSubscribe);
+    const queue = asked.queue && listening && !this.#closed && this.#replicas === undefined;
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
     const sentAt = performance.now();
-    const args = queue
-      ? [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs]
-      : [owner, String(ttlMs), waits ? '1' : '0'];
+    let s = ACQUIRE;
+    let args;
+    if (asked.limit !== undefined) {
+      s = PERMIT_ACQUIRE;
+      args = [owner, String(ttlMs), '1', String(asked.limit), String(asked.weight), queue ? this.#grantChannel : '', this.#checkHeard];
+    } else if (queue) args = [owner, String(ttlMs), waits ? '1' : '0', this.#grantChannel, this.#handOffMs];
+    else args = [owner, String(ttlMs), waits ? '1' : '0'];
     const subscriber = this.#subscriptions.connection;
-    const reply = queue ? await this.#queueingTry(key, owner, args) : await this.#run(ACQUIRE, this.#keys(key), args);
+    const reply = queue ? await this.#queueingTry(s, key, owner, args) : await this.#run(s, this.#keys(key), args);
+    // Minus the key's limit: it is held or waited for with another (permit-scripts.cjs).
+    if (reply != null && Number(reply) < 0) return { limit: -Number(reply) };
     if (reply == null) {
       if (!queue) {
         // A waiting try that does not queue (the last at its deadline) left the queue.
@@ -244,14 +246,14 @@ class RedisLockStore {
       }
       // Queued for the subscriber connection this try was sent with: if that one is gone
       // (dropped, or the store closed) meanwhile, no grant can reach the owner.
-      if (subscriber === this.#subscriptions.connection && !this.#closed) this.#owners.rememberQueued(owner, key, this.#channel(key), sentAt);
+      if ((subscriber === null || subscriber === this.#subscriptions.connection) && !this.#closed) this.#owners.rememberQueued(owner, key, this.#channel(key), sentAt);
       else this.#evalNow(DEQUEUE, this.#keys(key).slice(2), [owner]).catch(noop);
       return undefined;
     }
     const fencingToken = toToken(reply);
     if (this.#replicas !== undefined) {
       const undo = () => this.#run(RELEASE, this.#keys(key), this.#releaseArgs(owner, true));
-      await this.#replicas.granted(this.#leaseKey(key), owner, fencingToken, key, undo);
+      await this.#replicas.granted(this.#leaseKey(key), owner, fencingToken, key, undo, asked.limit === undefined ? undefined : this.#keys(key)[1]);
     }
     // Only an owner this store queued can have been handed the lease by a release.
     if (waits && this.#owners.forgetQueued(owner) !== undefined) this.#owners.rememberAnswered(owner, fencingToken, sentAt);
@@ -266,13 +268,13 @@ class RedisLockStore {
    * that same grant, found by a try that ran after it. A try that fails releases the
    * kept grant, as one nobody claims is released.
    */
-  async #queueingTry(key, owner, args) {
+  async #queueingTry(s, key, owner, args) {
     const lease = this.#leaseKey(key);
     const { tries, kept } = this.#owners;
     tries.set(owner, lease);
     let reply;
     try {
-      reply = await this.#run(ACQUIRE, this.#keys(key), args);
+      reply = await this.#run(s, this.#keys(key), args);
     } catch (err) {
       tries.delete(owner);
       if (kept.delete(owner)) this.#releaseUnclaimed(lease, owner);
@@ -375,7 +377,7 @@ class RedisLockStore {
 
   /**
    * Calls `onReleased()` when a lease on `key` is released to nobody through any
-   * RedisLockStore that uses the same Redis names (see Keys above), and
+   * RedisLockStore that uses the same Redis names (names.cjs), and
    * `onReleased(grant)` (`{ owner, fencingToken, age }`) when a release handed it to an
    * owner this store queued: the listener returns true to claim it; a grant no listener
    * claims is released. Returns a function that removes the listener (idempotent).

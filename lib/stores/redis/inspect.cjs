@@ -1,12 +1,14 @@
 'use strict';
 /**
- * `inspect` and `list` of `RedisLockStore` (./index.cjs, whose top comment names the
+ * `inspect` and `list` of `RedisLockStore` (./index.cjs; names.cjs names the
  * Redis keys of a lock): reads only, never a write, never KEYS.
  *
  * - `inspect(key)` is one read-only script on the key's slot (INSPECT below): the
  *   lease's owner and PTTL, the key's last fencing token (the holder's: a lease and its
  *   token are written together), and the queued owners whose entries are still valid,
- *   in queue order, with the time each was first queued (the server's clock).
+ *   in queue order, with the time each was first queued (the server's clock). On a key
+ *   held with permits (permit-scripts.cjs): each live holder with its own token, ttl and
+ *   weight (and mode), oldest grant first, and the key's `limit`.
  * - `list({ prefix, limit })` walks the keyspace with SCAN MATCH (COUNT 1000 per call)
  *   on a standalone server, or on each master of a Cluster in turn, and yields the
  *   lock keys whose lease exists. It holds one SCAN reply at a time: memory stays
@@ -16,7 +18,8 @@
  *   Redis resizes its table.
  */
 
-const { script } = require('./scripts.cjs');
+const { script } = require('./lua.cjs');
+const { permitsShown } = require('../shared/permits.cjs');
 
 /** Queued owners an inspection reads at most (a store queues at most 4096 per key). */
 const MAX_WAITERS = 10_000;
@@ -25,16 +28,31 @@ const SCAN_COUNT = 1000;
 
 /*
  * INSPECT. KEYS: lease, token, queue, waiters. ARGV: most waiters to read. Reads only.
- * Returns { owner or '', PTTL, token or '', then owner, queued since (ms) per valid
- * waiter }. A waiter's entry is "<valid until> <ttl> <queued since> <channel>"; one no
- * longer valid (its owner stopped asking) is left out, as a release would skip it.
+ * Returns { owner or '', PTTL, token or '', the key's limit or '', n, then owner, ms
+ * left, weight, token for each of the n live holders of a key held with permits (its
+ * lease a hash: permit-scripts.cjs), then owner, queued since (ms) per valid waiter }.
+ * A waiter's entry starts "<valid until> <ttl> <queued since> "; one no longer valid
+ * (its owner stopped asking) is left out, as a release would skip it.
  */
-const INSPECT = script(`local owner = redis.call('GET', KEYS[1]) or ''
-local ttl = redis.call('PTTL', KEYS[1])
-local token = redis.call('GET', KEYS[2]) or ''
-local now = redis.call('TIME')
+const INSPECT = script(`local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-local out = { owner, ttl, token }
+local out
+if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  out = { '', -2, '', redis.call('HGET', KEYS[1], '') or '', 0 }
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    local expiry, weight, token = string.match(all[i + 1], '^(%d+) (%d+) (%d+)$')
+    if all[i] ~= '' and expiry and tonumber(expiry) > now_ms then
+      out[5] = out[5] + 1
+      out[#out + 1] = all[i]
+      out[#out + 1] = tonumber(expiry) - now_ms
+      out[#out + 1] = weight
+      out[#out + 1] = token
+    end
+  end
+else
+  out = { redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', '', 0 }
+end
 for _, waiter in ipairs(redis.call('LRANGE', KEYS[3], 0, tonumber(ARGV[1]) - 1)) do
   local entry = redis.call('HGET', KEYS[4], waiter)
   if entry then
@@ -65,20 +83,30 @@ function globEscape(text) {
   return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }
 
-/** Reads INSPECT's reply into `{ key, holders, waiters }`, or undefined for nothing there. */
+/**
+ * Reads INSPECT's reply into `{ key, holders, waiters }` (and `limit` on a key held with
+ * permits, its holders oldest grant first), or undefined for nothing there.
+ */
 function readInspection(key, reply) {
-  const [owner, pttl, token] = reply;
+  const [owner, pttl, token, limitText, count] = reply;
   const holders = [];
   const ms = Number(pttl);
   if (String(owner) !== '' && ms !== -2) {
     holders.push({ owner: String(owner), fencingToken: Number(token), ttl: ms === -1 ? Infinity : ms });
   }
+  const limit = String(limitText) === '' ? undefined : Number(limitText);
+  let i = 5;
+  for (const end = i + 4 * Number(count); i < end; i += 4) {
+    const weight = Number(reply[i + 2]);
+    holders.push({ owner: String(reply[i]), fencingToken: Number(reply[i + 3]), ttl: Number(reply[i + 1]), ...permitsShown(limit, weight) });
+  }
+  holders.sort((a, b) => a.fencingToken - b.fencingToken);
   const waiters = [];
-  for (let i = 3; i + 1 < reply.length; i += 2) {
+  for (; i + 1 < reply.length; i += 2) {
     waiters.push({ owner: String(reply[i]), since: Number(reply[i + 1]) });
   }
   if (holders.length === 0 && waiters.length === 0) return undefined;
-  return { key, holders, waiters };
+  return limit === undefined ? { key, holders, waiters } : { key, holders, waiters, limit };
 }
 
 /**

@@ -1,6 +1,31 @@
 'use strict';
-// The Redis names of a lock key (see "Keys" at the top of index.cjs), and reading the
-// scripts' replies.
+/**
+ * The Redis names of a lock key, and reading the scripts' replies (RedisLockStore,
+ * index.cjs).
+ *
+ * A lock key `k` uses these Redis names, all in one hash slot:
+ *   lease  `${prefix}:{${enc(k)}}`           value: the owner, expiry: the lease (a
+ *                                            hash when held with permits: permit-scripts.cjs)
+ *   token  `${prefix}:{${enc(k)}}:token`     the last fencing token issued for `k`
+ *   queue  `${prefix}:{${enc(k)}}:queue`     owners waiting for `k`, in arrival order
+ *   waiters `${prefix}:{${enc(k)}}:waiters`  owner -> "<valid until> <ttl> <queued since> <channel>"
+ *   channel `${prefix}:{${enc(k)}}:released` published when the lease is released and
+ *                                            nobody queued takes it over
+ * and each store has a channel of its own, `${prefix}:grants:<random id>`, for grants.
+ * An ioredis client's `keyPrefix` comes first in each of a key's names, its channel
+ * included: a store with prefix `p` on a client with keyPrefix `app:` shares leases,
+ * queues and announcements with a store with prefix `app:p` on a client without one.
+ * The grant channel goes to the scripts as an argument, not a key, so it is used as it
+ * is, without the keyPrefix.
+ * Redis Cluster hashes only the text between the first `{` and the next `}`. The prefix
+ * may not contain braces, and `enc` percent-encodes `%`, `{` and `}` (as `%25`, `%7B`,
+ * `%7D`), so the user's text can never close the tag early nor open it elsewhere, and
+ * distinct keys never share a name ('a}', 'a', '{a}' become `{a%7D}`, `{a}`, `{%7Ba%7D}`).
+ * Lone UTF-16 surrogates, which every client would send as the same U+FFFD bytes, are
+ * encoded as `%uD800`-style escapes, so `enc` is injective on all JS strings. Everything
+ * else (spaces, newlines, `*`, emoji, any Unicode) is kept as is: Redis names are binary
+ * safe, and the names stay readable in `redis-cli`.
+ */
 const { describe } = require('../../common/describe.cjs');
 
 const ESCAPED = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

@@ -92,7 +92,7 @@ const MAX_GRANTED = 4096;
 class ReplicaAcknowledgement {
   #redis;
   #settings;
-  #granted = new Map(); // owner -> token, oldest first
+  #granted = new Map(); // owner -> { token, tokenKey (a permit's: its key's token name) }, oldest first
 
   constructor(redis, settings) {
     this.#redis = redis;
@@ -103,17 +103,19 @@ class ReplicaAcknowledgement {
    * The lease on `lease` was just granted to `owner` with `token`. When too few replicas
    * hold it in time (or WAIT fails) `undo()` releases it again, bounded by the timeout
    * (the primary may be gone: the lease then went with it, or expires), and the error
-   * is thrown.
+   * is thrown. A permit (`tokenKey` given: its lease is a hash, which GET cannot read)
+   * is found after the WAIT by its key's token, written in the same script.
    */
-  async granted(lease, owner, token, key, undo) {
+  async granted(lease, owner, token, key, undo, tokenKey) {
     try {
-      await awaitReplicas(this.#redis, lease, this.#settings, `the lease on ${describe(key)}`, (holder) => holder === owner);
+      if (tokenKey === undefined) await awaitReplicas(this.#redis, lease, this.#settings, `the lease on ${describe(key)}`, (holder) => holder === owner);
+      else await awaitReplicas(this.#redis, tokenKey, this.#settings, `the permit on ${describe(key)}`, (stored) => Number(stored) >= token);
     } catch (err) {
       await within(undo().catch(() => {}), this.#settings.timeoutMs);
       throw err;
     }
     this.#granted.delete(owner);
-    this.#granted.set(owner, token);
+    this.#granted.set(owner, { token, tokenKey });
     // Leases never released (their process lost them) are forgotten, oldest first.
     if (this.#granted.size > MAX_GRANTED) this.#granted.delete(this.#granted.keys().next().value);
   }
@@ -123,12 +125,15 @@ class ReplicaAcknowledgement {
    * lasts); one that answered false is final, and waits for nothing.
    */
   async renewed(lease, owner, key, renewed) {
-    if (renewed) await awaitReplicas(this.#redis, lease, this.#settings, `the renewal of ${describe(key)}`, (holder) => holder === owner);
+    if (!renewed) return;
+    const permit = this.#granted.get(owner);
+    if (permit?.tokenKey === undefined) await awaitReplicas(this.#redis, lease, this.#settings, `the renewal of ${describe(key)}`, (holder) => holder === owner);
+    else await awaitReplicas(this.#redis, permit.tokenKey, this.#settings, `the renewal of ${describe(key)}`, (stored) => Number(stored) >= permit.token);
   }
 
   /** A token floor the release raised (a token handed over locally, above the grant's) must outlive a failover too. */
   async released(tokenKey, owner, key, carried) {
-    const granted = this.#granted.get(owner) ?? 0;
+    const granted = this.#granted.get(owner)?.token ?? 0;
     this.#granted.delete(owner);
     if (carried !== undefined && Number(carried) > granted) {
       const floor = Number(carried);

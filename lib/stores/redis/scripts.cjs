@@ -1,24 +1,13 @@
 'use strict';
 /**
  * The Lua scripts of `RedisLockStore` (lib/stores/redis/index.cjs, whose top comment says what they
- * promise and which Redis names a key uses): one script per store operation, each run
+ * promise; names.cjs says which Redis names a key uses): one script per store operation, each run
  * with EVALSHA and, on NOSCRIPT, once more with EVAL. Every script touches only the
  * names of one key, all in one hash slot, so each runs on Redis Cluster.
  */
 
-const { createHash } = require('node:crypto');
-
-/** @param {string} source */
-function script(source) {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
-/** Fencing tokens are kept at least this long after the last grant of their key. */
-const MIN_TOKEN_RETENTION_MS = 60_000;
-
-/** How long a queued waiter stays in the queue without asking again (the engine asks
- * at least every second while it waits). */
-const QUEUE_ENTRY_MS = 3_000;
+const { script, MIN_TOKEN_RETENTION_MS, QUEUE_ENTRY_MS } = require('./lua.cjs');
+const { PERMIT_RENEW, PERMIT_RELEASE } = require('./permit-scripts.cjs');
 
 /*
  * ACQUIRE. KEYS: lease, token, queue, waiters. ARGV: owner, ttl ms, '1' when the caller
@@ -37,7 +26,9 @@ const QUEUE_ENTRY_MS = 3_000;
  * store's turn began less than ARGV[5] (its hand-off ms) ago: a store that takes the
  * key within another's turn does not start a turn of its own, so stores trading the
  * key between them cannot keep a third waiting.
- * Free means "the lease key does not exist": Redis expiry decides liveness.
+ * Free means "the lease key does not exist": Redis expiry decides liveness. A lease that
+ * is a hash is a key held with permits (permit-scripts.cjs): the answer is minus its
+ * limit (the TYPE that tells is the check for existence a free key needs anyway).
  * token = max(stored token + 1, server time in microseconds). The stored token keeps the
  * sequence increasing however fast a key is re-acquired; TIME keeps it increasing when
  * the stored token is gone: after a restart that lost the data, or after the token key
@@ -55,7 +46,12 @@ const QUEUE_ENTRY_MS = 3_000;
 const ACQUIRE = script(`if redis.replicate_commands then redis.replicate_commands() end
 local asked = ARGV[3] == '1'
 local channel = ARGV[4] or ''
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'none' then
+  local limit = kind == 'hash' and redis.call('HGET', KEYS[1], '')
+  if limit then
+    return -tonumber(limit)
+  end
   if not asked then
     return false
   end
@@ -135,13 +131,19 @@ end
 /*
  * RENEW. KEYS: lease, and the token key when ARGV[3] is given. ARGV: owner, ttl ms, and
  * the holder's token when its process hands leases over locally (see RAISE_FLOOR).
- * 1 when the live lease is the owner's.
+ * 1 when the live lease is the owner's. A lease that is a hash (GET fails on it) is
+ * a key held with permits: the owner's permit is renewed (permit-scripts.cjs).
  */
 const RENEW = script(`${RAISE_FLOOR}
+local held = redis.pcall('GET', KEYS[1])
+if type(held) == 'table' then
+  ${PERMIT_RENEW}
+  return permit_renew(held)
+end
 if ARGV[3] then
   raise_floor(tonumber(ARGV[3]))
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+if held == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
@@ -215,7 +217,8 @@ end
 `;
 
 /*
- * RELEASE. KEYS: lease, token, queue, waiters. ARGV: owner, the holder's token when its
+ * RELEASE. KEYS: lease, token, queue, waiters. (A lease that is a hash, which GET fails
+ * on, is a key held with permits: permit-scripts.cjs releases the owner's permit.) ARGV: owner, the holder's token when its
  * process hands leases over locally as ARGV[3] (see RAISE_FLOOR, whatever the lease's
  * state), and the releasing store's settings, read only when owners are queued: "<hand-off ms> <1 to check that a grant's
  * message was heard (see GRANT_FIRST), else 0> <its grant channel>" (the channel empty
@@ -235,7 +238,13 @@ ${RAISE_FLOOR}
 if ARGV[3] then
   raise_floor(tonumber(ARGV[3]))
 end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local held = redis.pcall('GET', KEYS[1])
+if type(held) == 'table' then
+  -- The permit functions are made only here: a plain lease's release pays nothing for them.
+  ${PERMIT_RELEASE}
+  return permit_release(held, string.match(ARGV[2], '^%d+ (%d) ') == '1')
+end
+if held ~= ARGV[1] then
   if redis.call('HDEL', KEYS[4], ARGV[1]) == 1 then
     redis.call('LREM', KEYS[3], 1, ARGV[1])
   end
