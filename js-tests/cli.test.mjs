@@ -129,6 +129,24 @@ describe('inspect, against each server', () => {
     await quiet.release();
   });
 
+  test('Redis: a key held with permits shows its holders, each with its weight', async () => {
+    const store = await redisStore();
+    const key = uniqueKey('cli permits');
+    const heavy = await acquireLock(store, key, 60_000, { limit: 3, weight: 2 });
+    const light = await acquireLock(store, key, 60_000, { limit: 3 });
+    const table = await leasehold(['inspect', '--redis', redis.url]);
+    assert.equal(table.code, 0, table.stderr);
+    const row = table.stdout.split('\n').find((line) => line.startsWith(key));
+    assert.ok(row?.includes(`${heavy.owner} +1 more`), row);
+    const detail = await leasehold(['inspect', '--redis', redis.url, key]);
+    assert.match(detail.stdout, new RegExp(`holds: ${heavy.owner}  token ${heavy.fencingToken}  [\\d.]+s left  weight 2 of 3`));
+    assert.match(detail.stdout, new RegExp(`holds: ${light.owner}  token ${light.fencingToken}  [\\d.]+s left  weight 1 of 3`));
+    const released = await leasehold(['release', '--redis', redis.url, key, '--owner', light.owner]);
+    assert.equal(released.code, 0, released.stderr);
+    assert.match(released.stdout, new RegExp(`token ${light.fencingToken}`), 'the lease released is the owner\'s own');
+    assert.equal(await heavy.release(), true);
+  });
+
   test('PostgreSQL: a table and --json', async () => {
     const pool = new pg.Pool({ ...postgres.connectionOptions, max: 2 });
     pool.on('error', () => {});

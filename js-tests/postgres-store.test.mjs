@@ -271,7 +271,7 @@ describe('PostgresLockStore: the contract', () => {
     );
     assert.deepEqual(
       rows.map((r) => `${r.column_name} ${r.data_type}`),
-      ['key_digest bytea', 'key text', 'owner text', 'expires_at timestamp with time zone', 'token bigint'],
+      ['key_digest bytea', 'key text', 'owner text', 'expires_at timestamp with time zone', 'token bigint', 'permits jsonb'],
     );
     assert.ok((await racers[1].acquire('k', 'o', 1000)).fencingToken > 0);
   });

@@ -22,4 +22,6 @@ after(async () => {
 testLockStore('PostgresLockStore through a pg Pool', {
   store: () => new PostgresLockStore({ client: pool }),
   close: (store) => store.close(),
+  // Held to the permit cases (limit, weight, mode), not only read from the store.
+  capabilities: { permits: true },
 });

@@ -6,23 +6,10 @@
 //
 // The browser only has the wasm engine: these tests run in the wasm pass of the suite.
 import assert from 'node:assert/strict';
-import { existsSync, createReadStream } from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { chromiumMissing, launchChromium } from './support/chromium.mjs';
+import { TabPages, pageUntil, tabsSkip } from './support/tabs-pages.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-
-const skip =
-  process.env.LEASEHOLD_ENGINE === 'native'
-    ? 'browsers run the wasm engine only: these tests run in the wasm pass'
-    : chromiumMissing
-      ? chromiumMissing
-      : !existsSync(path.join(root, 'dist/wasm/leasehold_wasm_bg.wasm'))
-          ? 'the wasm engine is not built (npm run build)'
-          : false;
+const skip = tabsSkip;
 
 test('TabLockStore outside a browser is a TypeError that says what it needs', async () => {
   const { TabLockStore } = await import('leasehold/tabs');
@@ -32,56 +19,18 @@ test('TabLockStore outside a browser is a TypeError that says what it needs', as
   assert.throws(() => new TabLockStore('x'), /options must be an object, got "x"/);
 });
 
-const TYPES = { '.html': 'text/html; charset=utf-8', '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm' };
-const SERVED = ['lib/', 'dist/', 'js-tests/tabs/'];
-
-function serve() {
-  const server = http.createServer((req, res) => {
-    const rel = decodeURIComponent(new URL(req.url, 'http://127.0.0.1').pathname).replace(/^\/+/, '');
-    const file = path.resolve(root, rel);
-    if (!SERVED.some((dir) => rel.startsWith(dir)) || !file.startsWith(root) || !existsSync(file)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
-    createReadStream(file).pipe(res);
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
-
-let server;
-let browser;
-let context;
-let pageUrl;
-const problems = [];
+const pages = new TabPages();
+const problems = pages.problems;
 
 before(async () => {
-  if (skip) return;
-  server = await serve();
-  pageUrl = `http://127.0.0.1:${server.address().port}/js-tests/tabs/page.html`;
-  browser = await launchChromium();
+  if (!skip) await pages.start();
 });
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
+after(() => pages.stop());
 // Each test gets a fresh browser context: its own origin storage and lock manager.
 beforeEach(async () => {
-  if (skip) return;
-  await context?.close();
-  context = await browser.newContext();
-  problems.length = 0;
+  if (!skip) await pages.fresh();
 });
-
-async function openPage() {
-  const page = await context.newPage();
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(pageUrl);
-  await page.waitForFunction(() => window.ready === true, undefined, { timeout: 15_000 });
-  return page;
-}
+const openPage = () => pages.open();
 
 /** Calls contender.mjs's `method` in `page` (or, with `inWorker`, in its dedicated worker). */
 function call(page, method, args = {}, inWorker = false) {
@@ -93,7 +42,7 @@ function call(page, method, args = {}, inWorker = false) {
 
 /** Resolves once the origin's Web Lock queue holds `count` waiting requests. */
 async function pendingReaches(page, count) {
-  await page.waitForFunction((n) => navigator.locks.query().then((q) => q.pending.length === n), count, { timeout: 15_000 });
+  await pageUntil(page, (n) => navigator.locks.query().then((q) => q.pending.length === n), count);
 }
 
 function assertIncreasing(tokens, what) {
@@ -199,7 +148,7 @@ test('inspect across pages: the holder and two waiters in queue order; list; a m
   await call(c, 'start', { key, name: 'c', wait: '30s' });
   await pendingReaches(a, 2);
   // A waiter's record follows its Web Lock request by an IndexedDB write.
-  await c.waitForFunction((k) => window.contender.inspect({ key: k, prefix: '' }).then((r) => r.seen?.waiters.length === 2), key, { timeout: 15_000 });
+  await pageUntil(c, (k) => window.contender.inspect({ key: k, prefix: '' }).then((r) => r.seen?.waiters.length === 2), key);
   const { seen, keys, now } = await call(c, 'inspect', { key, prefix: 'insp' });
   assert.deepEqual(keys, [key]);
   assert.equal(seen.key, key);

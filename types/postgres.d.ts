@@ -1,6 +1,6 @@
 // Type declarations for `leasehold/postgres`. Written by hand; they import nothing from
 // `pg`: clients are described by the few members the store uses.
-import type { InspectableStore, ListOptions, LockInspection } from './index';
+import type { AcquireAnswer, InspectableStore, ListOptions, LockInspection, PermitRequest } from './index';
 
 /** What the store needs from any client: `pg`'s `query(text, values)` resolving to `{ rows }`. */
 export interface PgLikeQueryable {
@@ -76,7 +76,7 @@ export interface PostgresLockStoreOptions {
  * - Fencing tokens only increase per key, across release, expiry and deleted rows:
  *   token = greatest(last token + 1, database time in µs), issued under the key's row lock.
  * - One row per key locked: `key_digest bytea PRIMARY KEY, key text, owner text,
- *   expires_at timestamptz, token bigint`, where `key_digest` is sha256 of the key's
+ *   expires_at timestamptz, token bigint, permits jsonb`, where `key_digest` is sha256 of the key's
  *   UTF-8 bytes (so keys of any length fit the index; PostgreSQL 11 or later). A release
  *   keeps the row (owner NULL) so the token sequence goes on; `prune(idleMs)` deletes
  *   rows of keys free for a while.
@@ -101,16 +101,29 @@ export declare class PostgresLockStore implements InspectableStore {
   readonly canSubscribe: boolean;
 
   /**
-   * Creates the table if it does not exist. Idempotent, safe from many processes at once.
+   * Creates the table if it does not exist, and adds the `permits` column to a table made
+   * before permits (rejects naming the statement to run when it cannot). Idempotent, safe
+   * from many processes at once.
    * Rejects when the table exists in an earlier version's shape (no `key_digest`).
    */
   ensureSchema(): Promise<void>;
 
   /**
-   * Takes the lease if no live lease exists; `undefined` when it is held (by anyone: locks
-   * are not reentrant), or still contended after the retries of a serialization failure.
+   * Takes the lease if no live lease exists, or with `{ limit, weight }` `weight` of the
+   * key's `limit` permits; `undefined` when it is held (by anyone: locks are not
+   * reentrant), waited for ahead of this owner, or still contended after the retries of a
+   * serialization failure; `{ limit }` when the key is held or waited for with another
+   * limit (a plain lease is a limit of 1).
    */
-  acquire(key: string, owner: string, ttlMs: number): Promise<{ fencingToken: number } | undefined>;
+  acquire(key: string, owner: string, ttlMs: number, options?: PermitRequest): Promise<AcquireAnswer | undefined>;
+
+  /**
+   * Keeps permits: `limit`, `weight` and `mode`. A key held with permits keeps its holders
+   * and its waiters' places in its row (`ensureSchema()` adds the `permits` column to a
+   * table made before them); a waiter's place reserves its weight against later arrivals
+   * from its second try on, and lapses 3 s after its last try.
+   */
+  readonly permits: true;
 
   /**
    * Resets the lease to `ttlMs` from now (database time); `false` when the live lease is
@@ -119,8 +132,8 @@ export declare class PostgresLockStore implements InspectableStore {
   renew(key: string, owner: string, ttlMs: number, options?: { fencingToken: number }): Promise<boolean>;
 
   /**
-   * Ends `owner`'s live lease and announces it; `false` when it had lapsed or is someone
-   * else's. `{ fencingToken }`: as for `renew`.
+   * Ends `owner`'s live lease (or permit) and announces it; `false` when it had lapsed or
+   * is someone else's. `{ fencingToken }`: as for `renew`.
    */
   release(key: string, owner: string, options?: { fencingToken: number }): Promise<boolean>;
 
@@ -133,7 +146,11 @@ export declare class PostgresLockStore implements InspectableStore {
   /** Milliseconds left on the live lease (database time), `undefined` when free (advisory). */
   ttl(key: string): Promise<number | undefined>;
 
-  /** The holder of `key` (no waiters: the table keeps no queue). */
+  /**
+   * The holder of `key` (no waiters: the table keeps no queue for plain leases); on a key
+   * held with permits, each holder with its `weight` (and `mode`), the waiters whose place
+   * the row keeps, and the key's `limit`.
+   */
   inspect(key: string): Promise<LockInspection | undefined>;
 
   /**

@@ -1,5 +1,5 @@
 // Type declarations for `leasehold/tabs`. Written by hand.
-import type { InspectableStore, ListOptions, LockGrant, LockInspection, LockStore } from './index.mjs';
+import type { AcquireAnswer, InspectableStore, ListOptions, LockGrant, LockInspection, LockStore, PermitRequest } from './index.mjs';
 
 export interface TabLockStoreOptions {
   /** Names the Web Locks: the lease on `key` is the lock `${prefix}:${key}`. Default `'leasehold'`. */
@@ -18,7 +18,18 @@ export interface TabLockStoreOptions {
 export declare class TabLockStore implements LockStore, InspectableStore {
   constructor(options?: TabLockStoreOptions);
   readonly grantsOnRelease: true;
-  acquire(key: string, owner: string, ttlMs: number, options?: { queue?: boolean }): Promise<{ fencingToken: number } | undefined>;
+  /**
+   * Keeps permits: `mode` as the Web Lock's own modes; `limit` and `weight` as one Web
+   * Lock per permit, granted by whoever holds the key's Web Lock after counting them.
+   */
+  readonly permits: true;
+  /** `{ limit }`: the key is held or awaited with another limit in the origin (a plain lease's is 1). */
+  acquire(
+    key: string,
+    owner: string,
+    ttlMs: number,
+    options?: PermitRequest,
+  ): Promise<AcquireAnswer | undefined>;
   renew(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** True when `owner`'s lease was live; resolves once the Web Lock is let go. */
   release(key: string, owner: string): Promise<boolean>;

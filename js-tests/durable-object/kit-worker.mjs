@@ -12,6 +12,7 @@ export function kitWorker(leasehold, DurableObjectLockStore) {
       'DurableObjectLockStore',
       {
         store: () => new DurableObjectLockStore({ namespace: env.LOCKS, prefix: 'kit' }),
+        capabilities: { permits: true }, // limit, weight and mode (lib/stores/durable-object/object.mjs)
         leasehold,
         test: (name, fn) => cases.push({ name, fn }),
         describe: (name, fn) => fn(),

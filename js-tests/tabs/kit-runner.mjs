@@ -11,6 +11,7 @@ kit.registerKit(
   'TabLockStore',
   {
     store: () => new TabLockStore({ prefix: 'kit' }),
+    capabilities: { permits: true }, // modes as Web Lock modes, limit as permit locks (lib/stores/tabs/)
     close: (store) => store.close(),
     leasehold,
     test: (name, fn) => cases.push({ name, fn }),

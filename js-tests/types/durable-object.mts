@@ -16,5 +16,11 @@ export async function handle(env: Env): Promise<number | undefined> {
   const seen = await new DurableObjectLockStore({ namespace: env.LOCKS }).inspect('job');
   const owner: string | undefined = seen?.holders[0]?.owner;
   void owner;
+  const permitted: true = new DurableObjectLockStore({ namespace: env.LOCKS }).permits;
+  void permitted;
+  const readers = new ResiliencePipelineBuilder().addLock({ key: 'report', store, mode: 'shared', wait: '10s' }).build();
+  const limited = new ResiliencePipelineBuilder().addLock({ key: 'api', store, limit: 5, weight: 2, wait: '10s' }).build();
+  void readers;
+  void limited;
   return pipeline.execute((context) => context.properties.size);
 }

@@ -1,6 +1,6 @@
 // Type test of `leasehold/postgres`: a pg Pool, a Client with a listen client, and the
 // mistakes the declarations must reject. Compiled by `tsc -p js-tests/types`.
-import { ResiliencePipelineBuilder, type LockStore } from 'leasehold';
+import { ResiliencePipelineBuilder, type AcquireAnswer, type LockStore } from 'leasehold';
 import { PostgresLockStore, type PgLikePool, type PgLikeListenClient, type PgLikeQueryable } from 'leasehold/postgres';
 
 declare const pool: PgLikePool;
@@ -21,7 +21,12 @@ void single;
 
 async function usage(): Promise<void> {
   await store.ensureSchema();
-  const lease: { fencingToken: number } | undefined = await store.acquire('k', 'owner', 1000);
+  const lease: AcquireAnswer | undefined = await store.acquire('k', 'owner', 1000);
+  const permit: AcquireAnswer | undefined = await store.acquire('k', 'owner', 1000, { limit: 3, weight: 2 });
+  const keepsPermits: true = store.permits;
+  void [permit, keepsPermits];
+  await new ResiliencePipelineBuilder().addLock({ key: 'k', store, limit: 3, weight: 2 }).build().execute(() => 1);
+  await new ResiliencePipelineBuilder().addLock({ key: 'k', store, mode: 'shared' }).build().execute(() => 1);
   const renewed: boolean = await store.renew('k', 'owner', 1000);
   const released: boolean = await store.release('k', 'owner');
   const locked: boolean = await store.isLocked('k');

@@ -13,6 +13,10 @@ export async function tabs(): Promise<void> {
   if (lease) await lease.release();
   const locked: boolean = await store.isLocked('sync');
   void locked;
+  const permits: true = store.permits;
+  void permits;
+  await new ResiliencePipelineBuilder().addLock({ key: 'sync', store, mode: 'shared' }).build().execute(() => 1);
+  await new ResiliencePipelineBuilder().addLock({ key: 'sync', store, limit: 3, weight: 2 }).build().execute(() => 1);
   await store.close();
   // @ts-expect-error no such option
   new TabLockStore({ prefx: 'app' });

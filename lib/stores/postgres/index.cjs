@@ -32,7 +32,9 @@
  * contended: the engine polls again), and the others reject with the error.
  *
  * The table. One row per key locked (and not pruned since):
- *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint
+ *   key_digest bytea PRIMARY KEY, key text, owner text, expires_at timestamptz, token bigint,
+ *   permits jsonb (NULL but on a key held with permits; added by `ensureSchema()` to a
+ *   table made before it)
  * `key_digest` is sha256 of the key's UTF-8 bytes, computed by the statements
  * (PostgreSQL 11 or later): a btree entry holds at most about 2.7 kB, so a primary key
  * on the key itself would refuse long keys that do not compress. Every statement finds
@@ -44,6 +46,19 @@
  * accounts, resources) that is nothing; for unbounded keys (request ids, ...) call
  * `prune(idleMs)` from time to time: it deletes the rows of keys free for at least
  * `idleMs`, and tokens stay monotonic for those keys too.
+ *
+ * Permits (`limit`, `weight`; a `mode` reaches the store as permits of 2147483647). A
+ * key held with permits keeps its holders in its row's `permits` column (jsonb), each
+ * with its own expiry and token from the key's one counter; `renew` and `release` act on
+ * the owner's permit, whichever kind it holds. The key has one limit while anyone holds
+ * or waits: another limit (a plain acquire is a limit of 1) is answered `{ limit }`.
+ * Releases are announced as for leases. Across processes the row keeps waiters' places
+ * (permit-statements.cjs): a waiter refused twice reserves its weight against later
+ * arrivals, so a heavy or exclusive waiter is not overtaken; a try that will not wait
+ * (refused once) holds nobody up, and a place lapses 3 s after its owner's last try. It is
+ * FIFO among waiters that keep trying (every release wakes them; a lapse is noticed at
+ * their next poll, as for leases); a waiter's place is taken at its first try, so one
+ * arriving between another's first and second try may pass it.
  *
  * Wake-on-release. Released leases are announced with NOTIFY on a channel per key,
  * `leasehold_<md5(schema.table NUL key)>` (42 characters: any key, of any length,
@@ -71,6 +86,7 @@ const { PostgresListener, channelOf } = require('./listen.cjs');
 const { warnPollingOnce } = require('./polling-warning.cjs');
 const { postgresInspector, listIndex } = require('./inspect.cjs');
 const { checkListOptions } = require('../../common/list-options.cjs');
+const { acquireOptions } = require('../shared/permits.cjs');
 
 // A serialization failure means another session's statement on the key committed
 // meanwhile; run again, the statement sees it. More than one in a row takes a key
@@ -159,8 +175,9 @@ class PostgresLockStore {
   }
 
   /**
-   * Creates the table if it does not exist (the schema itself must exist). Safe to call
-   * from many processes at once, and on every start. Rejects when the table exists in
+   * Creates the table if it does not exist (the schema itself must exist), and adds the
+   * `permits` column to a table made before permits. Safe to call from many processes at
+   * once, and on every start. Rejects when the table exists in
    * the shape of an earlier version of this store (a primary key on `key`, no
    * `key_digest`): drop it, or name another table.
    */
@@ -184,6 +201,20 @@ class PostgresLockStore {
         { cause: err },
       );
     }
+    // A table made before permits gains their column; looked for first, so that a start
+    // takes no exclusive lock on a table in use.
+    await this.#client.query(this.#sql.checkPermits).catch(async (err) => {
+      if (err == null || err.code !== '42703') throw err;
+      try {
+        await this.#client.query(this.#sql.addPermits);
+      } catch (alterErr) {
+        throw new Error(
+          `PostgresLockStore: the table ${this.#qualified} has no permits column and it could not be added ` +
+            `(${alterErr?.message}): run ALTER TABLE ${this.#qualified} ADD COLUMN permits jsonb as its owner.`,
+          { cause: alterErr },
+        );
+      }
+    });
     // The index `list` walks (inspect.cjs); racing creators meet as for the table.
     const index = listIndex(this.#qualified, `${this.#table.slice(0, 40)}_key_start`);
     await this.#client.query(index).catch((err) => {
@@ -193,24 +224,40 @@ class PostgresLockStore {
   }
 
   /**
-   * Takes the lease on `key` for `ttlMs` if no live lease exists. Resolves to the new
-   * fencing token, or `undefined` when the key is held (by anyone, this owner included:
-   * locks are not reentrant) or keeps failing to serialize with other sessions'
-   * statements on it. Rejects with the client's error when the database fails.
+   * Takes the lease on `key` for `ttlMs` if no live lease exists, or with `{ limit,
+   * weight }` `weight` of the key's `limit` permits (permit-statements.cjs). Resolves to
+   * `{ fencingToken }`; `undefined` when the key is held (by anyone, this owner included:
+   * locks are not reentrant), waited for ahead of this owner, or keeps failing to
+   * serialize with other sessions' statements on it; `{ limit }` when the key is held
+   * (or waited for) with another limit than the lock's (a plain lease is a limit of 1).
+   * Rejects with the client's error when the database fails.
    */
-  async acquire(key, owner, ttlMs) {
+  async acquire(key, owner, ttlMs, options) {
     checkText('key', key);
     checkText('owner', owner);
     checkTtl(ttlMs);
+    const { limit, weight } = acquireOptions(options);
+    const permits = limit !== undefined && limit > 1;
     let rows;
     try {
-      rows = await this.#statement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
+      rows = permits
+        ? await this.#statement(this.#sql.permitAcquire, [key, owner, ttlMs, limit, weight], 'acquire')
+        : await this.#statement(this.#sql.acquire, [key, owner, ttlMs], 'acquire');
     } catch (err) {
       if (isSerializationFailure(err)) return undefined; // contended: nothing was taken
       throw err;
     }
     if (rows.length === 0) return undefined;
-    return { fencingToken: toToken(rows[0].token) };
+    // A plain acquire that took a key may see it held with permits in its snapshot too.
+    const row = rows.find((r) => r.token != null) ?? rows[0];
+    if (row.token != null) return { fencingToken: toToken(row.token) };
+    const held = Number(row.lim);
+    return held !== (permits ? limit : 1) ? { limit: held } : undefined;
+  }
+
+  /** Keeps permits: `limit`, `weight` and `mode` (README, "Limits and shared reads"). */
+  get permits() {
+    return true;
   }
 
   /**
@@ -261,7 +308,11 @@ class PostgresLockStore {
     }
   }
 
-  /** The holder of `key`, undefined when free; no waiters: the table keeps no queue (inspect.cjs). */
+  /**
+   * The holder of `key`, undefined when free; no waiters for plain leases (the table
+   * keeps no queue for them); the holders, waiters and `limit` of a key held with
+   * permits (inspect.cjs).
+   */
   async inspect(key) {
     checkText('key', key);
     return this.#inspector.inspect(key);

@@ -29,10 +29,18 @@
  * - `renew` and `release` act only on leases of this store's tab or worker: a lease
  *   taken in another tab is never this one's to end (the Web Lock is bound to its
  *   holder).
+ * - Shared and exclusive leases (`mode`, as permits of SHARED_LIMIT) are the Web Lock's
+ *   own modes (./modes.mjs): readers hold it together, each with its own lease and a
+ *   token of its own from the one counter, so every grant's token, a reader's too,
+ *   exceeds every token granted before on the origin.
+ * - Other limits are counted: each permit is a Web Lock of its own, granted by whoever
+ *   holds the key's Web Lock exclusively after counting those held (./limits.mjs).
  */
 
-import { GrantListeners, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
+import { GrantListeners, acquireOptions, checkOptions, checkString, checkTtl, describe } from '../shared/store-support.mjs';
 import * as records from './inspect.mjs';
+import { permitName, permitsHeld, somePermitReturns } from './limits.mjs';
+import { disagreement, keyLimit, leaseKind } from './modes.mjs';
 
 const OPTIONS = ['prefix', 'database'];
 const TOKENS = 'tokens';
@@ -41,10 +49,12 @@ const LAST_TOKEN = 'last';
 const now = () => performance.now();
 
 export class TabLockStore {
-  /** Leases held by this tab or worker: key -> lease. */
+  /** Leases held by this tab or worker: key -> owner -> lease (several: readers). */
   #leases = new Map();
   /** Owners of this tab or worker queued in the browser's Web Lock queue: key -> owner -> waiter. */
   #waiters = new Map();
+  /** Queued owners whose grant found the key used another way: [key, owner] as JSON -> `{ limit }`, told at their next try. */
+  #refused = new Map();
   #listeners = new GrantListeners();
   #locks;
   #indexedDB;
@@ -85,38 +95,61 @@ export class TabLockStore {
     return true;
   }
 
+  /** Limit, weight and mode: modes as the Web Lock's own (./modes.mjs), other limits counted (./limits.mjs). */
+  get permits() {
+    return true;
+  }
+
   /**
-   * Takes the lease on `key` for `owner` if no one in the origin holds it, and answers
-   * `{ fencingToken }`; else `undefined` (also for the same owner: not reentrant), after
-   * queueing `owner` when `options.queue` is true. A queued owner's later tries answer
-   * the lease once it was granted; a try without `queue` takes it out of the queue.
-   * Rejects when IndexedDB fails (the Web Lock is then let go).
+   * Takes the lease on `key` for `owner` if the origin's holders leave room for it (none
+   * for an exclusive or plain lease, only readers for a reader, `weight` of the `limit`
+   * for a permit) and nobody waits, and
+   * answers `{ fencingToken }`; `{ limit }` when the key is used the other way (plain vs
+   * modes); else `undefined` (also for the same owner: not reentrant), after queueing
+   * `owner` when `options.queue` is true. A queued owner's later tries answer the lease
+   * once it was granted; a try without `queue` takes it out of the queue. Rejects when
+   * IndexedDB fails (the Web Lock is then let go).
    */
   async acquire(key, owner, ttlMs, options) {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
+    const { queue, limit, weight } = acquireOptions(options);
+    const permits = leaseKind(limit, weight);
     this.#checkOpen();
-    const queue = options?.queue === true;
-    const lease = this.#live(key);
-    if (lease?.owner === owner && lease.granted) {
-      // A lease granted to this owner while it was queued, asked again: counted from this try.
-      this.#extend(lease, ttlMs);
-      return { fencingToken: lease.token };
+    const refusal = this.#refused.get(JSON.stringify([key, owner]));
+    if (refusal !== undefined) {
+      this.#refused.delete(JSON.stringify([key, owner]));
+      return refusal;
     }
+    const own = this.#live(key, owner);
+    if (own?.granted) {
+      // A lease granted to this owner while it was queued, asked again: counted from this try.
+      this.#extend(own, ttlMs);
+      return { fencingToken: own.token };
+    }
+    if (own !== undefined) return undefined;
     const waiter = this.#waiters.get(key)?.get(owner);
     if (waiter !== undefined) {
       if (queue) return undefined;
       this.#leaveQueue(key, waiter);
     }
-    if (lease !== undefined) {
-      // Held in this tab: the owner queues behind it like any other.
-      if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs);
+    // This tab's own leases and waiters on `key` say exactly how the key is used here.
+    const local = [...this.#liveLeases(key), ...(this.#waiters.get(key)?.values() ?? [])];
+    const asked = keyLimit(permits.limit);
+    const other = local.find((entry) => keyLimit(entry.limit) !== asked);
+    if (other !== undefined) return { limit: keyLimit(other.limit) };
+    if (local.some((entry) => entry.mode === 'exclusive' || permits.mode === 'exclusive')) {
+      // Taken or awaited in this tab in a way this try cannot share: it queues behind like any other.
+      if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
       return undefined;
     }
-    const taken = await this.#request(key, owner, ttlMs, { ifAvailable: true });
+    const taken = await this.#ask(key, owner, ttlMs, permits, { ifAvailable: true });
+    if (taken?.mismatch !== undefined) return { limit: taken.mismatch };
     if (taken !== undefined) return { fencingToken: taken.token };
-    if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs);
+    const refused = await disagreement(this.#locks, () => this.#open(), this.#prefix, this.#lockName(key), key, asked);
+    if (refused !== undefined) return refused;
+    if (queue && !this.#closed) this.#enqueue(key, owner, ttlMs, permits);
     return undefined;
   }
 
@@ -125,8 +158,8 @@ export class TabLockStore {
     checkString('key', key);
     checkString('owner', owner);
     checkTtl(ttlMs);
-    const lease = this.#live(key);
-    if (lease === undefined || lease.owner !== owner) return false;
+    const lease = this.#live(key, owner);
+    if (lease === undefined) return false;
     this.#extend(lease, ttlMs);
     return true;
   }
@@ -138,10 +171,11 @@ export class TabLockStore {
   async release(key, owner) {
     checkString('key', key);
     checkString('owner', owner);
+    this.#refused.delete(JSON.stringify([key, owner]));
     const waiter = this.#waiters.get(key)?.get(owner);
     if (waiter !== undefined) this.#leaveQueue(key, waiter);
-    const lease = this.#live(key);
-    if (lease === undefined || lease.owner !== owner) return false;
+    const lease = this.#live(key, owner);
+    if (lease === undefined) return false;
     await this.#end(lease);
     return true;
   }
@@ -159,7 +193,7 @@ export class TabLockStore {
   /** Who holds `key` in the origin and who waits, from the Web Locks and their records (inspect.mjs). */
   async inspect(key) {
     checkString('key', key);
-    return records.inspectTabs(this.#locks, await this.#open(), this.#lockName(key), key);
+    return records.inspectTabs(this.#locks, await this.#open(), this.#prefix, key);
   }
 
   /** The keys held in the origin under this store's prefix that start with `prefix`. */
@@ -178,7 +212,7 @@ export class TabLockStore {
     checkString('key', key);
     const { held = [] } = await this.#locks.query();
     const name = this.#lockName(key);
-    return held.some((lock) => lock.name === name);
+    return held.some((lock) => lock.name === name) || permitsHeld(held, this.#prefix, key).length > 0;
   }
 
   /**
@@ -187,8 +221,10 @@ export class TabLockStore {
    */
   async close() {
     this.#closed = true;
+    this.#refused.clear();
     for (const [key, waiters] of [...this.#waiters]) for (const waiter of [...waiters.values()]) this.#leaveQueue(key, waiter);
-    await Promise.all([...this.#leases.values()].map((lease) => this.#end(lease)));
+    const leases = [...this.#leases.values()].flatMap((byOwner) => [...byOwner.values()]);
+    await Promise.all(leases.map((lease) => this.#end(lease)));
     const db = this.#db;
     this.#db = undefined;
     if (db) (await db.catch(() => undefined))?.close();
@@ -205,24 +241,44 @@ export class TabLockStore {
   }
 
   /**
-   * Asks the browser for the Web Lock of `key` with `lockOptions`; once granted, takes a
-   * token and keeps the lock until the lease ends. Resolves the lease, or undefined when
-   * `ifAvailable` found it held; rejects when the request was aborted or IndexedDB failed.
+   * Asks for `owner`'s lease on `key` as `permits` holds it (`{ mode, limit, weight }`,
+   * ./modes.mjs): the key's Web Lock in `mode`, or a counted permit. `lockOptions`:
+   * `{ ifAvailable }` for a try, `{ signal }` for a waiter. Resolves the lease;
+   * undefined when a try found no room; `{ mismatch: <the key's limit> }` when the key
+   * turned out to be used another way. Rejects when aborted or IndexedDB failed.
    */
-  #request(key, owner, ttlMs, lockOptions) {
+  #ask(key, owner, ttlMs, permits, lockOptions) {
+    if (permits.mode === undefined) return this.#requestPermit(key, owner, ttlMs, permits, lockOptions);
+    return this.#request(key, owner, ttlMs, permits, { ...lockOptions, mode: permits.mode });
+  }
+
+  /**
+   * Asks the browser for the Web Lock `name` (default: the key's) with `lockOptions`;
+   * once granted, takes a token and keeps the lock until the lease ends. The key's own
+   * lock checks first that no permit lock of the key is held (./limits.mjs): then it
+   * resolves `{ mismatch }` and lets the lock go. See #ask for the rest.
+   */
+  #request(key, owner, ttlMs, permits, lockOptions, name = this.#lockName(key)) {
     return new Promise((resolve, reject) => {
-      const held = this.#locks.request(this.#lockName(key), lockOptions, async (lock) => {
+      const held = this.#locks.request(name, lockOptions, async (lock) => {
         if (lock === null) return resolve(undefined);
         const grantedAt = now();
-        let token;
+        if (name === this.#lockName(key)) {
+          // Holding the key's lock, no permit can be granted: a count now is exact.
+          const { held: locks = [] } = await this.#locks.query();
+          const permitsOfKey = permitsHeld(locks, this.#prefix, key);
+          if (permitsOfKey.length > 0) return resolve({ mismatch: permitsOfKey[0].limit }); // returning lets it go
+        }
+        const lease = { key, owner, ...permits, token: 0, grantedAt, expiresAt: 0, timer: undefined, end: undefined, released: held, granted: false };
         try {
-          token = await this.#nextToken(key, owner, ttlMs);
+          lease.token = await this.#nextToken(lease, ttlMs);
         } catch (error) {
           return reject(error); // returning lets the Web Lock go
         }
-        const lease = { key, owner, token, grantedAt, expiresAt: 0, timer: undefined, end: undefined, released: held, granted: false };
         const ended = new Promise((end) => (lease.end = end));
-        this.#leases.set(key, lease);
+        let byOwner = this.#leases.get(key);
+        if (byOwner === undefined) this.#leases.set(key, (byOwner = new Map()));
+        byOwner.set(owner, lease);
         this.#extend(lease, ttlMs, grantedAt);
         resolve(lease);
         await ended;
@@ -231,18 +287,51 @@ export class TabLockStore {
     });
   }
 
+  /**
+   * A counted permit (./limits.mjs): holding the key's Web Lock exclusively, counts the
+   * permit locks held and takes one of its own when `permits.weight` fits; a waiter
+   * that does not fit keeps the key's lock and waits for a permit to return. See #ask.
+   */
+  #requestPermit(key, owner, ttlMs, permits, lockOptions) {
+    return new Promise((resolve, reject) => {
+      const gate = this.#locks.request(this.#lockName(key), { ...lockOptions, mode: 'exclusive' }, async (lock) => {
+        if (lock === null) return resolve(undefined);
+        const returned = new Set(); // permit locks seen let go by their holders (./limits.mjs)
+        try {
+          for (;;) {
+            const { held = [] } = await this.#locks.query();
+            const holders = permitsHeld(held, this.#prefix, key).filter((holder) => !returned.has(holder.name));
+            const other = holders.find((holder) => holder.limit !== permits.limit);
+            if (other !== undefined) return resolve({ mismatch: other.limit });
+            const used = holders.reduce((sum, holder) => sum + holder.weight, 0);
+            if (used + permits.weight <= permits.limit) {
+              const name = permitName(this.#prefix, key, permits.limit, permits.weight, owner);
+              // The permit lock is granted (and its token taken) before the key's lock is let go.
+              return resolve(await this.#request(key, owner, ttlMs, permits, { ifAvailable: true }, name));
+            }
+            if (lockOptions.ifAvailable) return resolve(undefined);
+            returned.add(await somePermitReturns(this.#locks, holders.map((holder) => holder.name), lockOptions.signal));
+          }
+        } catch (error) {
+          return reject(error); // returning lets the key's lock go
+        }
+      });
+      gate.catch(reject);
+    });
+  }
+
   /** The lease ends `ttlMs` after `from` unless renewed: its Web Lock is then let go. */
   #extend(lease, ttlMs, from = now()) {
     lease.expiresAt = from + ttlMs;
     // The holder record (inspect.mjs) was written with the token; a renewal rewrites it.
-    if (from !== lease.grantedAt) this.#db?.then((db) => records.renewHolder(db, lease.key, lease.owner, lease.token, ttlMs), () => {});
+    if (from !== lease.grantedAt) this.#db?.then((db) => records.renewHolder(db, lease, ttlMs), () => {});
     clearTimeout(lease.timer);
     lease.timer = setTimeout(() => this.#end(lease), Math.max(0, lease.expiresAt - now()));
   }
 
-  /** This tab's lease on `key` while it has not expired; an expired one is ended. */
-  #live(key) {
-    const lease = this.#leases.get(key);
+  /** `owner`'s lease on `key` in this tab while it has not expired; an expired one is ended. */
+  #live(key, owner) {
+    const lease = this.#leases.get(key)?.get(owner);
     if (lease !== undefined && lease.expiresAt <= now()) {
       this.#end(lease);
       return undefined;
@@ -250,10 +339,19 @@ export class TabLockStore {
     return lease;
   }
 
+  /** This tab's unexpired leases on `key`; the expired ones are ended. */
+  #liveLeases(key) {
+    return [...(this.#leases.get(key)?.keys() ?? [])].map((owner) => this.#live(key, owner)).filter((lease) => lease !== undefined);
+  }
+
   /** Ends `lease`: the Web Lock is let go; resolves when the browser has it back. */
   #end(lease) {
     clearTimeout(lease.timer);
-    if (this.#leases.get(lease.key) === lease) this.#leases.delete(lease.key);
+    const byOwner = this.#leases.get(lease.key);
+    if (byOwner?.get(lease.owner) === lease) {
+      byOwner.delete(lease.owner);
+      if (byOwner.size === 0) this.#leases.delete(lease.key);
+    }
     this.#db?.then((db) => records.dropHolder(db, lease.key, lease.owner), () => {});
     lease.end();
     return lease.released.then(
@@ -267,7 +365,7 @@ export class TabLockStore {
    * clock in microseconds, written back in the same readwrite transaction (IndexedDB
    * runs those one at a time), and handed out only once the transaction committed.
    */
-  async #nextToken(key, owner, ttlMs) {
+  async #nextToken(lease, ttlMs) {
     const db = await this.#open();
     return new Promise((resolve, reject) => {
       const tx = db.transaction([TOKENS, records.HOLDERS], 'readwrite');
@@ -278,7 +376,7 @@ export class TabLockStore {
         const last = Number.isSafeInteger(read.result) ? read.result : 0;
         token = Math.max(last + 1, Date.now() * 1000);
         tokens.put(token, LAST_TOKEN);
-        records.putHolder(tx.objectStore(records.HOLDERS), key, owner, token, ttlMs);
+        records.putHolder(tx.objectStore(records.HOLDERS), { ...lease, token }, ttlMs);
       };
       tx.oncomplete = () => resolve(token);
       tx.onabort = () => reject(tx.error ?? new Error('the IndexedDB transaction issuing a fencing token was aborted'));
@@ -317,11 +415,11 @@ export class TabLockStore {
 
   // ---- queue ----------------------------------------------------------------------
 
-  /** Queues a Web Lock request for `owner`; its grant is offered to the key's listeners. */
-  #enqueue(key, owner, ttlMs) {
+  /** Queues a Web Lock request for `owner` (`permits`: see #request); its grant is offered to the key's listeners. */
+  #enqueue(key, owner, ttlMs, permits) {
     let waiters = this.#waiters.get(key);
     if (waiters === undefined) this.#waiters.set(key, (waiters = new Map()));
-    const waiter = { owner, abort: new AbortController(), refresh: undefined };
+    const waiter = { owner, ...permits, abort: new AbortController(), refresh: undefined };
     waiters.set(owner, waiter);
     // Its record for `inspect`, kept valid while it waits (inspect.mjs).
     const since = Date.now();
@@ -331,10 +429,15 @@ export class TabLockStore {
       }, () => {});
     record();
     waiter.refresh = setInterval(record, records.REFRESH_MS);
-    this.#request(key, owner, ttlMs, { signal: waiter.abort.signal }).then(
+    this.#ask(key, owner, ttlMs, permits, { signal: waiter.abort.signal }).then(
       (lease) => {
         const queued = this.#waiters.get(key)?.get(owner) === waiter;
         if (queued) this.#forget(key, waiter);
+        if (lease === undefined) return;
+        if (lease.mismatch !== undefined) {
+          if (queued) this.#refused.set(JSON.stringify([key, owner]), { limit: lease.mismatch });
+          return;
+        }
         if (!queued || !this.#offer(lease)) this.#end(lease);
       },
       () => this.#forget(key, waiter), // aborted while queued, or IndexedDB failed: the next try queues again
