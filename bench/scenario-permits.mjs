@@ -20,7 +20,7 @@ import { fmtInt, fmtMs, fmtRatio, median } from './support/stats.mjs';
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'permits.mjs');
 const isLeasehold = (lib) => lib.startsWith('leasehold-');
 
-export function permitParams(quick) {
+function permitParams(quick) {
   return {
     memory: quick
       ? { tasks: 64, perTask: 100, limit: 4, deadlineMs: 3_000, rounds: 2 }
@@ -39,6 +39,7 @@ export function permitParams(quick) {
 export async function runPermits(h) {
   const P = permitParams(h.quick);
   const which = h.argv.find((a) => a.startsWith('--permits='))?.split('=')[1];
+  if (![undefined, 'memory', 'redis'].includes(which)) throw new Error(`--permits=${which}: memory or redis`);
   if (which !== 'redis') await memoryScenario(h, P.memory);
   if (which !== 'memory') await redisScenario(h, P.redis);
 }
@@ -55,7 +56,7 @@ async function memoryScenario(h, p) {
     `### 8. Memory, permits: ${p.tasks} tasks × ${fmtInt(p.perTask)} acquisitions of one key with limit ${p.limit}, one yield inside\n\n` +
       `Each task acquires one of the key's ${p.limit} permits, yields once (a microtask) inside, releases, and asks again. ` +
       'leasehold-<engine>: a pipeline with `addLock({ key, limit, wait: Infinity })`; -withlock: `withLock(key, fn, { limit, wait: Infinity })`. ' +
-      "async-sema: `new Sema(4)`; henrygd-semaphore: `getSemaphore(key, 4)`; async-mutex: `new Semaphore(4).runExclusive(fn)`. " +
+      `async-sema: \`new Sema(${p.limit})\`; henrygd-semaphore: \`getSemaphore(key, ${p.limit})\`; async-mutex: \`new Semaphore(${p.limit}).runExclusive(fn)\`. ` +
       'Each process runs the scenario twice on one semaphore, a cold pass and the measured warm pass (as scenario 3). ' +
       `Wait: from asking to the callback starting. Violations: callbacks that entered with ${p.limit} already inside (max inside: the most at once); ` +
       'out-of-order: grants whose request came after a later grant\'s (shown, not a target). ' +
@@ -109,7 +110,7 @@ async function redisScenario(h, p) {
       `Each process runs ${p.concurrency} loops at once on its one client (${p.processes * p.concurrency} contenders), sharing its ${fmtInt(p.perProcess)} executions, ` +
       `each holding one of the key's ${p.limit} permits. Inside, two round trips: INCR of a holders counter (an answer above ${p.limit} is a violation; max holders: the highest answer) and DECR, awaited, before the release. ` +
       `Warm-up as in scenario 5 (${fmtInt(p.warmup)} executions alone, then ${fmtInt(p.contendedWarmup)} each with the fleet on another key). ` +
-      "redis-semaphore: `new Semaphore(client, key, 3, { lockTimeout, acquireTimeout })`, which tries again every 10 ms (its default); " +
+      `redis-semaphore: \`new Semaphore(client, key, ${p.limit}, { lockTimeout, acquireTimeout })\`, which tries again every 10 ms (its default); ` +
       'leasehold-<engine>: a pipeline with a RedisLockStore and `addLock({ ttl, wait, store, limit })`. ' +
       'Wait: from asking to holding. Inside: the two round trips (median); release: from the callback\'s end to the library\'s promise resolving (median); ' +
       `permit idle: ${p.limit} ÷ ops/s − inside − release, the time a permit spends between its release and its next holder's callback (the handover); RTT: each client's PING after its measured part (median). ` +
