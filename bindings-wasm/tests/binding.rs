@@ -45,14 +45,14 @@ fn code_of(error: JsValue) -> String {
 fn start_and_finish_on_the_memory_store_are_synchronous() {
     let mut engine = fake_engine();
     let (first, token) =
-        started(engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
+        started(engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new(), 1, 1).unwrap());
     assert_eq!(first & 0x0f, status::STARTED_RUNNING);
     assert_eq!(engine.token(1), Some(token as f64), "start returns the token it granted");
     assert_eq!(engine.mem_size(0).unwrap(), 1);
 
     // A second execution on the key fails fast (wait 0): held.
     let (second, _) =
-        started(engine.start(2, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
+        started(engine.start(2, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new(), 1, 1).unwrap());
     assert_eq!(second & 0x0f, 0);
     let (records, strings) = effects(&mut engine);
     let settled = records.iter().find(|e| e[0] == 4.0).expect("a settled effect");
@@ -69,7 +69,7 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
 
     // Tokens only increase.
     let (third, next) =
-        started(engine.start(3, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new()).unwrap());
+        started(engine.start(3, RENEW, store_kind::MEMORY, 0, "k".into(), 30_000.0, 0.0, String::new(), 1, 1).unwrap());
     assert_eq!(third & 0x0f, status::STARTED_RUNNING);
     assert!(next > token);
 }
@@ -77,8 +77,9 @@ fn start_and_finish_on_the_memory_store_are_synchronous() {
 #[wasm_bindgen_test]
 fn effects_come_flat_with_their_text_apart() {
     let mut engine = fake_engine();
-    let (pending, _) =
-        started(engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 0.0, String::new()).unwrap());
+    let (pending, _) = started(
+        engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 0.0, String::new(), 1, 1).unwrap(),
+    );
     assert_ne!(pending & status::EFFECTS, 0);
     assert_eq!(pending & 0x0f, 0);
     let (records, strings) = effects(&mut engine);
@@ -106,15 +107,18 @@ fn effects_come_flat_with_their_text_apart() {
 #[wasm_bindgen_test]
 fn bad_arguments_are_errors_with_a_code() {
     let mut engine = fake_engine();
-    let negative = engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), -5.0, 0.0, String::new()).unwrap_err();
+    let negative =
+        engine.start(1, RENEW, store_kind::MEMORY, 0, "k".into(), -5.0, 0.0, String::new(), 1, 1).unwrap_err();
     assert_eq!(code_of(negative.clone()), "ERR_OUT_OF_RANGE");
     assert!(get(&negative, "message").as_string().unwrap().contains("ttl"));
     assert_eq!(
-        code_of(engine.add_lock(9, 0, "k".into(), 1_000.0, 0.0, String::new()).unwrap_err()),
+        code_of(engine.add_lock(9, 0, "k".into(), 1_000.0, 0.0, String::new(), 1, 1).unwrap_err()),
         "ERR_INVALID_ARG_TYPE"
     );
     assert_eq!(
-        code_of(engine.start(1, RENEW, store_kind::MEMORY, 0, String::new(), 1.0, 0.0, String::new()).unwrap_err()),
+        code_of(
+            engine.start(1, RENEW, store_kind::MEMORY, 0, String::new(), 1.0, 0.0, String::new(), 1, 1).unwrap_err()
+        ),
         "ERR_INVALID_ARG_TYPE"
     );
     assert_eq!(code_of(engine.finish(77, true, false).unwrap_err()), "ERR_OUT_OF_RANGE");
@@ -124,7 +128,7 @@ fn bad_arguments_are_errors_with_a_code() {
 #[wasm_bindgen_test]
 fn the_fake_clock_runs_polls_when_advanced() {
     let mut engine = fake_engine();
-    engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 500.0, String::new()).unwrap();
+    engine.start(1, RENEW, store_kind::POLLED, JS_STORE, "k".into(), 1_000.0, 500.0, String::new(), 1, 1).unwrap();
     let (first, _) = effects(&mut engine);
     let request = first[0][3] as u32;
     // Held: the engine polls again 50 ms later.
