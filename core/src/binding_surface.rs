@@ -43,11 +43,6 @@ macro_rules! binding_surface {
                 self.arm_at
             }
 
-            /// The next engine deadline, if any.
-            nextDeadline => fn next_deadline(&mut self) -> [Option<f64>] {
-                self.inner.next_deadline().map(|t| t as f64)
-            }
-
             /// A new memory store of this engine; its id.
             createMemoryStore => fn create_memory_store(&mut self) -> [u32] {
                 self.inner.create_memory_store()
@@ -241,11 +236,6 @@ macro_rules! binding_surface {
                 self.inner.set_store_handoff(store, (turn >= 0.0).then_some(turn as u64));
             }
 
-            /// Whether lock `layer` of `exec` is held.
-            layerHeld => fn layer_held(&self, exec: u32, layer: u32) -> [bool] {
-                self.inner.layer_held(exec, layer)
-            }
-
             /// A store answered `renew`.
             answerRenew => fn answer_renew(&mut self, request: u32, renewed: bool) -> [u32] {
                 self.inner.answer(request, $crate::Answer::Renewed(renewed));
@@ -359,7 +349,7 @@ mod tests {
     #[test]
     fn every_javascript_name_is_the_camel_case_of_its_rust_name() {
         let rows = binding_surface!(names);
-        assert_eq!(rows.len(), 37);
+        assert_eq!(rows.len(), 35);
         for (js, rust) in rows {
             let mut camel = String::new();
             let mut upper = false;

@@ -3,9 +3,6 @@
 //! pipeline): it lives until each of its holders lets go of it, so the engine keeps no
 //! lock's key longer than something that can still start it.
 
-use std::rc::Rc;
-
-use crate::fast_hash::KeyMap;
 use crate::types::LockSpec;
 
 /// How many locks an engine keeps defined at once ([`crate::Engine::define_lock`]);
@@ -14,39 +11,44 @@ pub const MAX_DEFINED_LOCKS: usize = 4096;
 
 #[derive(Debug)]
 struct Definition {
-    /// Shared with the map of ids by value: a key's bytes are stored once.
-    spec: Rc<LockSpec>,
+    spec: LockSpec,
     /// How many definitions of this same lock are not yet let go of.
     holders: u32,
 }
 
-/// The defined locks of one engine, by id and by value. Ids of locks let go of are
-/// given to the next locks defined.
+/// The defined locks of one engine, by id. Ids of locks let go of are given to the next
+/// locks defined. A lock is found by value with a scan, not a map: a pipeline defines
+/// its lock once, and a map keyed by lock would be code of its own in the wasm module.
 #[derive(Debug, Default)]
 pub(crate) struct DefinedLocks {
     slots: Vec<Option<Definition>>,
-    ids: KeyMap<Rc<LockSpec>, u32>,
     free: Vec<u32>,
+    /// How many slots hold a definition.
+    live: usize,
 }
 
 impl DefinedLocks {
     /// The id of `spec`, defined once more (the same lock gets the same id); `None` when
     /// [`MAX_DEFINED_LOCKS`] other locks are defined.
     pub fn define(&mut self, spec: LockSpec) -> Option<u32> {
-        if let Some(&id) = self.ids.get(&spec) {
-            if let Some(Some(definition)) = self.slots.get_mut(id as usize) {
-                definition.holders += 1;
+        for (id, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(definition) = slot {
+                if definition.spec == spec {
+                    definition.holders += 1;
+                    return Some(id as u32);
+                }
             }
-            return Some(id);
         }
-        if self.ids.len() >= MAX_DEFINED_LOCKS {
+        if self.live >= MAX_DEFINED_LOCKS {
             return None;
         }
-        let spec = Rc::new(spec);
-        let definition = Definition { spec: Rc::clone(&spec), holders: 1 };
+        self.live += 1;
+        let definition = Definition { spec, holders: 1 };
         let id = match self.free.pop() {
             Some(id) => {
-                self.slots[id as usize] = Some(definition);
+                if let Some(slot) = self.slots.get_mut(id as usize) {
+                    *slot = Some(definition);
+                }
                 id
             }
             None => {
@@ -54,7 +56,6 @@ impl DefinedLocks {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.ids.insert(spec, id);
         Some(id)
     }
 
@@ -65,11 +66,10 @@ impl DefinedLocks {
         let Some(definition) = slot else { return false };
         definition.holders -= 1;
         if definition.holders == 0 {
-            if let Some(definition) = slot.take() {
-                self.ids.remove(&*definition.spec);
-            }
+            *slot = None;
+            self.live -= 1;
             self.free.push(id);
-            if self.ids.is_empty() {
+            if self.live == 0 {
                 // Nothing defined: the tables' memory goes too (4,096 locks' worth at most).
                 *self = DefinedLocks::default();
             }
@@ -79,12 +79,12 @@ impl DefinedLocks {
 
     /// The lock defined under `id`.
     pub fn get(&self, id: u32) -> Option<&LockSpec> {
-        self.slots.get(id as usize)?.as_ref().map(|d| &*d.spec)
+        self.slots.get(id as usize)?.as_ref().map(|d| &d.spec)
     }
 
     /// How many distinct locks are defined.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.live
     }
 }
 
@@ -133,6 +133,6 @@ mod tests {
             defined.undefine(id);
         }
         assert_eq!(defined.len(), 0);
-        assert!(defined.slots.is_empty() && defined.ids.capacity() == 0, "the tables' memory goes with the last lock");
+        assert!(defined.slots.is_empty() && defined.free.capacity() == 0, "the tables' memory goes with the last lock");
     }
 }

@@ -48,12 +48,17 @@ pub fn bucket(store: u32, key: &str) -> usize {
 /// reads them); behind `Cell`, since the host writes the token word between calls.
 #[derive(Debug)]
 pub struct FastWords {
-    words: Box<[Cell<f64>]>,
+    /// A fixed length: every index (a constant, or a masked bucket) is checked when
+    /// compiled, and no panic path is carried for it.
+    words: Box<[Cell<f64>; WORDS]>,
 }
+
+/// How many words there are.
+const WORDS: usize = HANDOFF_WORD + 1;
 
 impl Default for FastWords {
     fn default() -> Self {
-        FastWords { words: (0..=HANDOFF_WORD).map(|_| Cell::new(0.0)).collect() }
+        FastWords { words: Box::new([const { Cell::new(0.0) }; WORDS]) }
     }
 }
 

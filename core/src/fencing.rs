@@ -31,12 +31,13 @@ struct Floor {
 #[derive(Debug)]
 pub(crate) struct TokenFloors {
     seeds: [u64; 2],
-    slots: Vec<Floor>,
+    /// A fixed length: the slot index is checked when compiled.
+    slots: Option<Box<[Floor; TOKEN_FLOOR_SLOTS]>>,
 }
 
 impl TokenFloors {
     pub fn new(seeds: [u64; 2]) -> Self {
-        TokenFloors { seeds, slots: Vec::new() }
+        TokenFloors { seeds, slots: None }
     }
 
     /// Takes `token` for `key` on `store` as its new floor when it is larger than the
@@ -83,10 +84,8 @@ impl TokenFloors {
     }
 
     fn slot(&mut self, store: u32, hash: &[u64; 2]) -> &mut Floor {
-        if self.slots.is_empty() {
-            self.slots = vec![Floor::default(); TOKEN_FLOOR_SLOTS];
-        }
-        &mut self.slots[(hash[0] ^ u64::from(store)) as usize % TOKEN_FLOOR_SLOTS]
+        let slots = self.slots.get_or_insert_with(|| Box::new([Floor::default(); TOKEN_FLOOR_SLOTS]));
+        &mut slots[(hash[0] ^ u64::from(store)) as usize % TOKEN_FLOOR_SLOTS]
     }
 }
 
@@ -114,11 +113,11 @@ mod tests {
     #[test]
     fn floors_take_a_fixed_table_and_a_key_is_forgotten_when_another_takes_its_slot() {
         let mut floors = TokenFloors::new([1, 2]);
-        assert!(floors.slots.is_empty(), "nothing before the first grant");
+        assert!(floors.slots.is_none(), "nothing before the first grant");
         for i in 0..2 * TOKEN_FLOOR_SLOTS {
             floors.admit(1, &format!("key-{i}"), 100, None).unwrap();
         }
-        assert_eq!(floors.slots.len(), TOKEN_FLOOR_SLOTS);
+        assert!(floors.slots.is_some());
         let last = format!("key-{}", 2 * TOKEN_FLOOR_SLOTS - 1);
         assert_eq!(floors.admit(1, &last, 1, None), Err(100), "the last key is remembered");
         let forgotten =

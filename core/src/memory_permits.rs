@@ -88,7 +88,8 @@ impl PermitKeys {
             words.mark(store, key);
             self.keys.insert(key.to_owned(), PermitKey { limit, holders: Vec::new() });
         }
-        let Some(k) = self.keys.get_mut(key) else { unreachable!("inserted above") };
+        // Inserted above; a miss (impossible) answers "held" rather than carry a panic.
+        let Some(k) = self.keys.get_mut(key) else { return TryAcquire::Held { until: now } };
         k.drop_lapsed(now);
         if k.holders.is_empty() {
             k.limit = limit;
@@ -122,6 +123,9 @@ impl PermitKeys {
     pub(crate) fn release(&mut self, words: &FastWords, store: u32, key: &str, owner: &str, now: Millis) -> bool {
         let Some(k) = self.keys.get_mut(key) else { return false };
         let Some(at) = k.holders.iter().position(|p| p.owner == owner) else { return false };
+        if at >= k.holders.len() {
+            return false;
+        }
         let was_live = k.holders.remove(at).expires_at > now;
         k.drop_lapsed(now);
         if k.holders.is_empty() {
@@ -131,9 +135,13 @@ impl PermitKeys {
         was_live
     }
 
-    /// Keys with a live holder.
-    pub(crate) fn live_keys(&self, now: Millis) -> impl Iterator<Item = &str> {
-        self.keys.iter().filter(move |(_, k)| k.first_expiry(now).is_some()).map(|(key, _)| key.as_str())
+    /// Calls `each` with every key that has a live holder.
+    pub(crate) fn each_live_key<'a>(&'a self, now: Millis, each: &mut dyn FnMut(&'a str)) {
+        for (key, k) in &self.keys {
+            if k.first_expiry(now).is_some() {
+                each(key);
+            }
+        }
     }
 
     pub(crate) fn entries(&self) -> usize {

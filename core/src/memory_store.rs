@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use crate::fast_hash::KeyMap;
 use crate::fast_words::FastWords;
+use crate::inspection::InspectedHolder;
 use crate::memory_permits::PermitKeys;
 use crate::Millis;
 
@@ -261,17 +262,28 @@ impl MemoryStore {
         self.leases.get(key).is_some_and(|lease| lease.expires_at > now)
     }
 
-    /// The holders of `key` held with permits, oldest grant first, with the key's limit
-    /// and each holder's weight; `None` for a key not held with permits.
-    pub fn permit_holders(&self, key: &str, now: Millis) -> Option<(u32, Vec<(Holder<'_>, u32)>)> {
-        let k = self.permits.live(key, now)?;
-        let holders = k
-            .holders
-            .iter()
-            .filter(|p| p.expires_at > now)
-            .map(|p| (Holder { owner: &p.owner, token: p.token, expires_at: p.expires_at }, p.weight))
-            .collect();
-        Some((k.limit, holders))
+    /// The key's limit and its live holders as `inspect` shows them, oldest grant first.
+    /// Reads only.
+    pub(crate) fn inspect_holders(&self, key: &str, now: Millis) -> (u32, Vec<InspectedHolder>) {
+        let mut holders = Vec::new();
+        if let Some(k) = self.permits.live(key, now) {
+            for p in &k.holders {
+                if p.expires_at > now {
+                    let (owner, token, left, weight) = (p.owner.clone(), p.token, p.expires_at - now, p.weight);
+                    holders.push(InspectedHolder { owner, token, left, weight });
+                }
+            }
+            return (k.limit, holders);
+        }
+        if let Some(h) = self.holder(key, now) {
+            holders.push(InspectedHolder {
+                owner: h.owner.to_owned(),
+                token: h.token,
+                left: h.expires_at - now,
+                weight: 1,
+            });
+        }
+        (1, holders)
     }
 
     /// The live lease on `key`: its owner, token and expiry. Reads only.
@@ -285,10 +297,16 @@ impl MemoryStore {
         self.expires_at(key, now).is_some()
     }
 
-    /// Keys with a live lease, for [`Engine::memory_size`](crate::Engine::memory_size).
-    pub(crate) fn live_keys(&self, now: Millis) -> impl Iterator<Item = &str> {
-        let plain = self.leases.iter().filter(move |(_, lease)| lease.expires_at > now).map(|(key, _)| key.as_str());
-        plain.chain(self.permits.live_keys(now))
+    /// Calls `each` with every key that has a live lease, for
+    /// [`Engine::memory_size`](crate::Engine::memory_size) and `list`. A callback, not an
+    /// iterator: its one instance is less code in the wasm module than a chain per caller.
+    pub(crate) fn each_live_key<'a>(&'a self, now: Millis, each: &mut dyn FnMut(&'a str)) {
+        for (key, lease) in &self.leases {
+            if lease.expires_at > now {
+                each(key);
+            }
+        }
+        self.permits.each_live_key(now, each);
     }
 
     /// Entries kept, live or lapsed (for memory tests).

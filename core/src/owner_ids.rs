@@ -22,10 +22,12 @@ impl OwnerIds {
     /// produce only zeros) is replaced by a fixed non-zero one.
     pub fn new(seed: [u8; 32]) -> Self {
         let mut state = [0u64; 4];
-        for (i, word) in state.iter_mut().enumerate() {
-            let mut bytes = [0u8; 8];
-            bytes.copy_from_slice(&seed[i * 8..i * 8 + 8]);
-            *word = u64::from_le_bytes(bytes);
+        for (word, bytes) in state.iter_mut().zip(seed.chunks_exact(8)) {
+            let mut le = [0u8; 8];
+            for (to, from) in le.iter_mut().zip(bytes) {
+                *to = *from;
+            }
+            *word = u64::from_le_bytes(le);
         }
         if state == [0; 4] {
             state = [0x9E37_79B9_7F4A_7C15, 0xBF58_476D_1CE4_E5B9, 0x94D0_49BB_1331_11EB, 1];

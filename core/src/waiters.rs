@@ -6,7 +6,6 @@
 //! a new head, an emptied queue) and the engine decides what that means.
 
 use std::collections::VecDeque;
-use std::hash::Hash;
 
 use crate::fast_hash::{IdMap, KeyMap};
 
@@ -24,7 +23,10 @@ pub(crate) enum HeadChange {
 /// The queues of every key with waiters, by store (`S`, the engine's store reference).
 #[derive(Debug)]
 pub(crate) struct WaitQueues<S> {
-    by_store: IdMap<S, KeyMap<String, Queue>>,
+    /// Stores with waiters, each once. A list, not a map: a process waits on a handful
+    /// of stores at a time, where a scan beats hashing, and one map type fewer is code
+    /// the wasm module does not carry.
+    by_store: Vec<(S, KeyMap<String, Queue>)>,
     /// Entries looked at by removals, for the test that keeps them bounded.
     #[cfg(test)]
     looked_at: usize,
@@ -33,7 +35,7 @@ pub(crate) struct WaitQueues<S> {
 impl<S> Default for WaitQueues<S> {
     fn default() -> Self {
         WaitQueues {
-            by_store: IdMap::default(),
+            by_store: Vec::new(),
             #[cfg(test)]
             looked_at: 0,
         }
@@ -116,10 +118,27 @@ impl Queue {
     }
 }
 
-impl<S: Copy + Eq + Hash> WaitQueues<S> {
+impl<S: Copy + Eq> WaitQueues<S> {
+    /// The place of `store` in `by_store`.
+    fn store_at(&self, store: S) -> Option<usize> {
+        self.by_store.iter().position(|(s, _)| *s == store)
+    }
+
+    fn keys(&self, store: S) -> Option<&KeyMap<String, Queue>> {
+        self.by_store.iter().find(|(s, _)| *s == store).map(|(_, keys)| keys)
+    }
+
     /// Appends `exec`; true when it is the key's first waiter (its queue is new).
     pub fn push(&mut self, store: S, key: &str, exec: u32) -> bool {
-        let keys = self.by_store.entry(store).or_default();
+        let at = match self.store_at(store) {
+            Some(at) => at,
+            None => {
+                self.by_store.push((store, KeyMap::default()));
+                self.by_store.len() - 1
+            }
+        };
+        // (`at` is in range: no panic path is carried for it.)
+        let Some((_, keys)) = self.by_store.get_mut(at) else { return false };
         match keys.get_mut(key) {
             Some(queue) => {
                 queue.entries.push_back(exec);
@@ -138,13 +157,14 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
     }
 
     pub fn head(&self, store: S, key: &str) -> Option<u32> {
-        self.by_store.get(&store)?.get(key)?.entries.front().copied()
+        self.keys(store)?.get(key)?.entries.front().copied()
     }
 
     /// Removes `exec` (queued on `key`) wherever it stands; says whether the head
     /// changed or the queue emptied.
     pub fn remove(&mut self, store: S, key: &str, exec: u32) -> HeadChange {
-        let Some(keys) = self.by_store.get_mut(&store) else { return HeadChange::None };
+        let Some(at) = self.store_at(store) else { return HeadChange::None };
+        let Some((_, keys)) = self.by_store.get_mut(at) else { return HeadChange::None };
         let Some(queue) = keys.get_mut(key) else { return HeadChange::None };
         let was_head = queue.entries.front() == Some(&exec);
         let _looked_at = queue.remove(exec);
@@ -154,8 +174,8 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
         }
         if queue.live() == 0 {
             keys.remove(key);
-            if keys.is_empty() {
-                self.by_store.remove(&store);
+            if keys.is_empty() && at < self.by_store.len() {
+                self.by_store.swap_remove(at);
             }
             return HeadChange::Emptied;
         }
@@ -168,7 +188,7 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
     /// The waiters of `key` on `store`, first first (those gone from behind the head
     /// left out). Reads only.
     pub fn waiting(&self, store: S, key: &str) -> Vec<u32> {
-        let Some(queue) = self.by_store.get(&store).and_then(|keys| keys.get(key)) else { return Vec::new() };
+        let Some(queue) = self.keys(store).and_then(|keys| keys.get(key)) else { return Vec::new() };
         // A gone id's entries come before any entry it was queued again with.
         let mut live = Vec::with_capacity(queue.live());
         let mut skipped: Vec<u32> = Vec::new();
@@ -184,9 +204,18 @@ impl<S: Copy + Eq + Hash> WaitQueues<S> {
         live
     }
 
-    /// Keys with waiters on `store`.
-    pub fn keys_of(&self, store: S) -> impl Iterator<Item = &str> {
-        self.by_store.get(&store).into_iter().flat_map(|keys| keys.keys().map(String::as_str))
+    /// Whether `store` has a key with waiters.
+    pub fn has_waiters(&self, store: S) -> bool {
+        self.store_at(store).is_some()
+    }
+
+    /// Calls `each` with every key that has waiters on `store`.
+    pub fn each_key(&self, store: S, each: &mut dyn FnMut(&str)) {
+        if let Some(keys) = self.keys(store) {
+            for key in keys.keys() {
+                each(key);
+            }
+        }
     }
 }
 

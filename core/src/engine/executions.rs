@@ -181,7 +181,7 @@ impl Engine {
                 let now = self.time;
                 let acquiring = e.layers.iter().position(|l| matches!(l.state, LayerState::Acquiring(_)));
                 if let Some(layer) = acquiring {
-                    let waited = now.saturating_sub(e.layers[layer].started_at);
+                    let waited = now.saturating_sub(at(&e.layers, layer as u32).started_at);
                     self.event(exec, layer as u32, Event::Cancelled { waited });
                 }
                 self.wind_down(exec, Outcome::Error(LockError::Cancelled));

@@ -4,7 +4,7 @@
 use super::state::LayerState;
 use super::Engine;
 use crate::error::{ArgError, LockError};
-use crate::inspection::{InspectedHolder, InspectedWaiter, Inspection};
+use crate::inspection::{InspectedWaiter, Inspection};
 use crate::memory_store::MemoryStore;
 use crate::text::text;
 use crate::types::StoreRef;
@@ -25,29 +25,7 @@ impl Engine {
         self.tick();
         let now = self.time;
         let memory = self.memory_store_ref(store)?;
-        let (limit, holders) = match memory.permit_holders(key, now) {
-            Some((limit, permits)) => {
-                let mut holders = Vec::with_capacity(permits.len());
-                for (h, weight) in permits {
-                    holders.push(InspectedHolder {
-                        owner: h.owner.to_owned(),
-                        token: h.token,
-                        left: h.expires_at - now,
-                        weight,
-                    });
-                }
-                (limit, holders)
-            }
-            None => {
-                let holder = memory.holder(key, now).map(|h| InspectedHolder {
-                    owner: h.owner.to_owned(),
-                    token: h.token,
-                    left: h.expires_at - now,
-                    weight: 1,
-                });
-                (1, holder.into_iter().collect())
-            }
-        };
+        let (limit, holders) = memory.inspect_holders(key, now);
         let reference = StoreRef::Memory(store);
         // Plain loops, not iterator chains: each chain's code lands in the wasm module.
         let mut waiters = Vec::new();
@@ -88,16 +66,16 @@ impl Engine {
         // The `limit` smallest keys seen, in order (a sorted insert: less code in the wasm
         // module than a heap or a sort).
         let mut page: Vec<&str> = Vec::new();
-        for key in self.memory_store_ref(store)?.live_keys(now) {
+        self.memory_store_ref(store)?.each_live_key(now, &mut |key| {
             if !key.starts_with(prefix) || after.is_some_and(|a| key <= a) {
-                continue;
+                return;
             }
             let at = page.partition_point(|k| *k < key);
-            if at < limit {
+            if at < limit && at <= page.len() {
                 page.insert(at, key);
                 page.truncate(limit);
             }
-        }
+        });
         let mut keys = Vec::with_capacity(page.len());
         for key in page {
             keys.push(key.to_owned());

@@ -34,7 +34,7 @@ impl Engine {
         if id == DEFAULT_MEMORY_STORE || slot >= self.memory.len() || *at(&self.dropped_memory, id) {
             return false;
         }
-        if self.queues.keys_of(StoreRef::Memory(id)).next().is_some() {
+        if self.queues.has_waiters(StoreRef::Memory(id)) {
             return false;
         }
         *at_mut(&mut self.memory, id) = MemoryStore::new(id, Rc::clone(&self.words));
@@ -126,9 +126,10 @@ impl Engine {
         let mem = self.memory.get(store as usize).ok_or_else(|| {
             LockError::from(ArgError::type_error("store", text!("store must be a live memory store, got id ", store)))
         })?;
-        let held = mem.live_keys(now).count();
-        let waited_not_held = queues.keys_of(reference).filter(|key| !mem.is_held(key, now)).count();
-        Ok(held + waited_not_held)
+        let mut size = 0;
+        mem.each_live_key(now, &mut |_| size += 1);
+        queues.each_key(reference, &mut |key| size += usize::from(!mem.is_held(key, now)));
+        Ok(size)
     }
 
     /// Entries a memory store keeps, live or lapsed, for memory tests.
