@@ -12,6 +12,8 @@
 // process's executions, and with 8 concurrent executions in each process. Scenario 7
 // (bystander cost) times code that never uses leasehold, in a process where it ran.
 // `--node=22` runs on Node 22 (bench/node22), for scenario 7's AsyncContextFrame flag.
+// Scenario 8 (permits, bench/scenario-permits.mjs): 8 in memory and 8r on Redis;
+// `--only=8 --permits=memory|redis` runs one of them.
 // Scenarios 4 and 5 also run on etcd (4e, 5e: leasehold against etcd3's own lock()),
 // when `etcd` is installed; `--etcd-only` runs just those.
 //
@@ -43,7 +45,9 @@ const quick = flag('quick');
 const only = option('only')?.split(',').map(Number);
 const roundsOverride = option('rounds') === undefined ? undefined : Number(option('rounds'));
 const etcdOnly = flag('etcd-only');
-const write = !flag('no-write') && !quick && only === undefined && !etcdOnly;
+// A full run writes results/node<major>.md; `--only=8` alone, results/node<major>-permits.md.
+const permitsOnly = only?.length === 1 && only[0] === 8;
+const write = !flag('no-write') && !quick && (only === undefined || (permitsOnly && roundsOverride === undefined)) && !etcdOnly;
 const loadAtStart = os.loadavg();
 
 function log(message) {
@@ -146,7 +150,7 @@ function peerBuilds() {
     }
   };
   return [
-    ['async-mutex', 'require', 'CommonJS, native async/await generators', 'ESM build (index.mjs → es6/, down-levelled generators), about 4× slower: what `import` gets'],
+    ['async-mutex', 'require', 'CommonJS, generators down-levelled by tslib', 'ESM build (index.mjs, native generators under `__awaiter`), about 4× slower: what `import` gets'],
     ['async-sema', 'require', 'CommonJS', 'none'],
     ['@henrygd/semaphore', 'import', 'ESM (dist/index.js)', 'CommonJS (dist/index.cjs), the same code'],
     ['@sesamecare-oss/redlock', 'import', 'CommonJS', 'none'],
@@ -830,6 +834,13 @@ if (wanted(6)) {
   }
 }
 
+// ---- 8. permits (bench/scenario-permits.mjs) -----------------------------------------
+
+if (wanted(8)) {
+  const { runPermits } = await import('./scenario-permits.mjs');
+  await runPermits({ quick, argv, roundsOf, interleave, med, ratio, bestPeer, table, target, sections, log, available });
+}
+
 // ---- report -------------------------------------------------------------------------
 
 function version(pkg) {
@@ -888,10 +899,10 @@ log(`done in ${wallS.toFixed(0)} s`);
 if (write) {
   const dir = path.join(BENCH, 'results');
   mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `node${process.versions.node.split('.')[0]}.md`);
+  const file = path.join(dir, `node${process.versions.node.split('.')[0]}${permitsOnly ? '-permits' : ''}.md`);
   const header =
-    '<!-- Written by `node bench/run.mjs` (a full run); bench/RESULTS.md explains it. -->\n\n' +
-    '# Full results\n\nHow to read these tables, and what they mean for each target: [bench/RESULTS.md](../RESULTS.md).\n\n';
+    `<!-- Written by \`node bench/run.mjs${permitsOnly ? ' --only=8' : ''}\` (${permitsOnly ? 'scenario 8 alone' : 'a full run'}); bench/RESULTS.md explains it. -->\n\n` +
+    `# ${permitsOnly ? 'Scenario 8 (permits)' : 'Full results'}\n\nHow to read these tables, and what they mean for each target: [bench/RESULTS.md](../RESULTS.md).\n\n`;
   writeFileSync(file, header + report);
   log(`wrote ${path.relative(ROOT, file)}`);
 }

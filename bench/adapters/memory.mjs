@@ -6,8 +6,8 @@
 // - floor: the least a correct per-key FIFO lock can do in JavaScript, a promise chain
 //   per key, the map entry dropped when the chain ends.
 // - async-mutex: `Mutex#runExclusive`, loaded with `require`: its CommonJS build
-//   (lib/index.js, native async generators) is about 4× faster than the ESM build that
-//   `import` resolves to (index.mjs, down-levelled generators). For many keys a Map of
+//   (lib/index.js, generators down-levelled by tslib) is about 4× faster than the ESM
+//   build that `import` resolves to (index.mjs, native generators). For many keys a Map of
 //   mutexes, each dropped when it is idle again (async-mutex has no keyed form).
 // - async-sema: `new Sema(1)`, `acquire()`/`release()` around the call; for many keys a
 //   Map of semaphores, each dropped by the last call that uses it (it has no keyed
