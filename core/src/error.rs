@@ -186,7 +186,7 @@ impl LockError {
 /// How a key's limit reads in a message: the modes' limit as the modes.
 fn limit_text(limit: u32) -> String {
     match limit {
-        crate::types::SHARED_LIMIT => "mode 'shared'/'exclusive'".into(),
+        crate::permits::SHARED_LIMIT => "mode 'shared'/'exclusive'".into(),
         1 => "no limit (an exclusive lock)".into(),
         n => text!("limit ", n),
     }

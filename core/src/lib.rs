@@ -50,6 +50,7 @@ mod inspection;
 mod memory_permits;
 mod memory_store;
 mod owner_ids;
+mod permits;
 pub mod polling;
 mod text;
 mod timers;
@@ -61,11 +62,11 @@ pub use defined::MAX_DEFINED_LOCKS;
 pub use engine::{Engine, DEFAULT_MEMORY_STORE, MAX_FAKE_TIME};
 pub use error::{ArgError, ArgErrorKind, LockError, StoreFailure, StoreMethod};
 pub use inspection::{InspectedHolder, InspectedWaiter, Inspection};
-pub use memory_store::{Holder, MemoryStore, TryAcquire};
+pub use memory_store::{Holder, MemoryStore};
 pub use owner_ids::{OwnerIds, MAX_OWNER_PREFIX};
+pub use permits::{TryAcquire, SHARED_LIMIT};
 pub use types::{
     Answer, Effect, Event, ExecOptions, Extend, Finish, HostTimer, LockSpec, Outcome, Start, StoreRef, Wake,
-    SHARED_LIMIT,
 };
 
 /// Time in whole milliseconds.

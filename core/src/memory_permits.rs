@@ -6,7 +6,7 @@
 
 use crate::fast_hash::KeyMap;
 use crate::fast_words::FastWords;
-use crate::memory_store::TryAcquire;
+use crate::permits::TryAcquire;
 use crate::Millis;
 
 /// One holder's permits on a key.

@@ -7,6 +7,7 @@ use crate::fast_hash::KeyMap;
 use crate::fast_words::FastWords;
 use crate::inspection::InspectedHolder;
 use crate::memory_permits::PermitKeys;
+use crate::permits::TryAcquire;
 use crate::Millis;
 
 /// A live or lapsed lease on one key.
@@ -27,23 +28,6 @@ pub struct Holder<'a> {
     pub token: u64,
     /// When it runs out, unless renewed.
     pub expires_at: Millis,
-}
-
-/// What [`MemoryStore::try_acquire`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TryAcquire {
-    /// The key was free: the lease is the caller's, with this fencing token.
-    Acquired(u64),
-    /// Another owner holds the key until the given instant (unless it renews).
-    Held {
-        /// When the current lease runs out.
-        until: Millis,
-    },
-    /// The key is held with another limit (1: a plain lease), given here.
-    Mismatch {
-        /// The limit its holders use.
-        limit: u32,
-    },
 }
 
 /// Leases of one process, kept in a map from key to lease.

@@ -56,16 +56,12 @@ pub struct LockSpec {
     /// The name the user gave the lock, for people reading its owner ids ('' for none):
     /// each owner drawn for it reads `<host prefix><name>:<random hex>`.
     pub name: String,
-    /// How many permits the key has (1: an exclusive lock, [`SHARED_LIMIT`]: a key used
+    /// How many permits the key has (1: an exclusive lock, [`crate::permits::SHARED_LIMIT`]: a key used
     /// with shared and exclusive modes).
     pub limit: u32,
     /// How many of them this lock takes: 1 to `limit`.
     pub weight: u32,
 }
-
-/// The limit of a key used with modes: a reader takes 1 permit, a writer all of them,
-/// so readers run together and a writer alone, under the one rule of permits.
-pub const SHARED_LIMIT: u32 = 2_147_483_647;
 
 impl LockSpec {
     /// Whether the lock takes permits of a key that several may hold at once.

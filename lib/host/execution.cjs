@@ -40,8 +40,7 @@ function defineExecutions(api) {
   /**
    * What the engine host asks of every execution it keeps in `host.execs` by `id`.
    * Subclasses implement:
-   *   run(token)         every lock is held (token: the innermost fencing token, or
-   *                      undefined: ask the engine)
+   *   run(token)         every lock is held (token: the innermost fencing token)
    *   lost(layer)        lock `layer` is lost
    *   settled(fx)        the engine settled it: a `settled` record of lib/host/protocol.cjs
    *   fail(error)        it fails with `error`: the host could not carry out its part
@@ -187,15 +186,8 @@ function defineExecutions(api) {
       // Settled before its turn came (its engine was retired): it never runs.
       if (this.callback === undefined) return undefined;
       this.running = true;
-      if (token === undefined) {
-        try {
-          token = this.host.engine.token(this.id) ?? undefined;
-        } catch (error) {
-          // The engine failed (a caught panic) while handing the locks over: the
-          // callback never runs, the execution rejects, and its locks are released.
-          return this.finish(false, fromEngine(error));
-        }
-      }
+      // Every grant brings its token: a run effect, a status word's payload, a store's
+      // answer, or the shared handoff word.
       this.context.setToken(token);
       // The caller may have aborted after the engine granted the locks but before this
       // run: the callback never runs then.

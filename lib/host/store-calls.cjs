@@ -6,7 +6,7 @@
 // host's fields (`engine`, `stores`, `storeIds`, `execs`, `thrown`, ...) and call its
 // `guard`, `ask`, `status` and `die`.
 
-const { ANSWERED_RUNNING, settledByAnswer, STORE_MEMORY, STORE_POLLED, STORE_ANNOUNCING, STORE_GRANTING } = require('./protocol.cjs');
+const { ANSWERED_RUNNING, settledByAnswer, SHARED_LIMIT, STORE_MEMORY, STORE_POLLED, STORE_ANNOUNCING, STORE_GRANTING } = require('./protocol.cjs');
 const { describe } = require('../common/describe.cjs');
 const { HOST, STORE_ID } = require('./symbols.cjs');
 
@@ -158,7 +158,7 @@ function defineStoreCalls(api) {
           return this.failed(fx, error);
         }
         if (got === undefined) return this.answered(fx, true, token);
-        if (Number.isSafeInteger(limit) && limit >= 1 && limit <= 2147483647) {
+        if (Number.isSafeInteger(limit) && limit >= 1 && limit <= SHARED_LIMIT) {
           return this.guard(() => engine.answerLimit(fx.request, limit));
         }
         return this.guard(() =>

@@ -5,7 +5,7 @@ use super::state::{
 };
 use super::Engine;
 use crate::error::{LockError, StoreFailure, StoreMethod};
-use crate::memory_store::TryAcquire;
+use crate::permits::TryAcquire;
 use crate::polling::{renew_after, Backoff};
 use crate::text::text;
 use crate::types::{Effect, Event, Outcome, StoreRef};

@@ -119,7 +119,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory_store::TryAcquire;
+    use crate::permits::TryAcquire;
     use crate::types::{Finish, Outcome, Start};
 
     fn lock(key: &str, ttl: Millis, wait: Option<Millis>) -> LockSpec {

@@ -71,7 +71,7 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// it takes".
 ///
 /// `limit` and `weight`: the lock's permits (1 and 1 for an exclusive lock; the host
-/// gives a lock with a `mode` [`crate::types::SHARED_LIMIT`] permits).
+/// gives a lock with a `mode` [`crate::permits::SHARED_LIMIT`] permits).
 ///
 /// # Errors
 /// An argument error for an unknown store kind, an empty key, a ttl of zero, or a
