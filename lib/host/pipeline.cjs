@@ -17,7 +17,7 @@ const {
   STORE_MEMORY,
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
-const { bucketOf } = require('./fast-path.cjs');
+const { bucketOf, GRANTED, QUEUED } = require('./fast-path.cjs');
 const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, checkPermits, ownerName } = require('./options.cjs');
 const { checkOpenTelemetryOption } = require('../otel/detect.cjs');
 
@@ -239,14 +239,22 @@ function definePipelines(api) {
       if (signal) {
         rec.callerSignal = signal;
         rec.onCallerAbort = () => {
-          if (rec.running) context.abort(signal.reason);
+          if (rec.running) return context.abort(signal.reason);
+          // Queued behind a fast holder: the engine takes the queue over, then cancels.
+          if (rec.fastWaiting) host.fast.revokeFor(rec);
           // Granted but not yet running: `run` finds the signal aborted.
-          else if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
+          if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
         };
         signal.addEventListener('abort', rec.onCallerAbort, { once: true });
       }
       if (this.fastLock) {
-        if (host.fast.grant(rec, locks[0], keys[0])) return;
+        const got = host.fast.grant(rec, locks[0], keys[0]);
+        if (got === GRANTED) return;
+        if (got === QUEUED) {
+          // Passed the key by its holder's finish: the callback starts from a job made here.
+          if (ambient !== undefined) rec.awaitGrant();
+          return;
+        }
       } else {
         host.fast.handOverAll(locks, keys);
       }
