@@ -7,7 +7,7 @@
 //     the engine keeps a record of (a lease not released, or waiters).
 //   - A key is granted here only when its bucket reads 0 and no fast holder has it;
 //     the token is the token word plus one, written back.
-//   - A fast hold lives only in `held` (one Map per memory store). Before a call that
+//   - A fast hold lives only in `held` (one FastHolds per memory store: fast-holds.cjs). Before a call that
 //     can touch its key (an execution through the engine, a manual lease, a direct store
 //     call), `handOver` gives it to the engine (`adopt`), which then renews, releases
 //     and hands it to waiters as any lease of its own.
@@ -19,6 +19,7 @@
 //   - The callback of every execution starts from a microtask, after execute() returned.
 
 const { startInJob } = require('./callbacks.cjs');
+const { FastHolds } = require('./fast-holds.cjs');
 
 const TOKEN_WORD = 0;
 const BUSY_FIRST = 1;
@@ -74,9 +75,9 @@ class FastPath {
     this.held = [];
   }
 
-  /** The fast holders of memory store `store`: a Map the pipelines on it keep. */
+  /** The fast holders of memory store `store`: a FastHolds the pipelines on it keep. */
   heldOn(store) {
-    return (this.held[store] ??= new Map());
+    return (this.held[store] ??= new FastHolds());
   }
 
   /**
@@ -112,7 +113,15 @@ class FastPath {
       }
     }
     const words = this.wordsNow();
-    const bucket = lock.bucket >= 0 ? lock.bucket : bucketOf(lock.id, key);
+    let bucket = lock.bucket;
+    if (bucket < 0) {
+      // A key given per execution: the last one's bucket is kept, as keys often repeat.
+      if (key !== lock.lastKey) {
+        lock.lastBucket = bucketOf(lock.id, key);
+        lock.lastKey = key;
+      }
+      bucket = lock.lastBucket;
+    }
     if (words[BUSY_FIRST + bucket] !== 0) return NOT_GRANTED;
     const token = words[TOKEN_WORD] + 1;
     words[TOKEN_WORD] = token;
@@ -191,7 +200,7 @@ class FastPath {
   retire(failure) {
     for (const held of this.held) {
       if (held === undefined) continue;
-      const holders = [...held.values()];
+      const holders = held.values();
       held.clear();
       for (const rec of holders) {
         const waiters = rec.fastWaiters;

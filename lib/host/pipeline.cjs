@@ -21,6 +21,14 @@ const { bucketOf, GRANTED, QUEUED } = require('./fast-path.cjs');
 const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, checkPermits, ownerName } = require('./options.cjs');
 const { checkOpenTelemetryOption } = require('../otel/detect.cjs');
 
+// The resolve and reject functions of the promise made last with `takeSettlers`: an
+// executor shared by every execution makes no closure per execution.
+const settlers = { resolve: undefined, reject: undefined };
+function takeSettlers(resolve, reject) {
+  settlers.resolve = resolve;
+  settlers.reject = reject;
+}
+
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host/api.cjs), whose
  * execution classes and checks they use.
@@ -69,7 +77,24 @@ function definePipelines(api) {
     const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket, limit, weight };
+    // `lastKey`: the last key given per execution found well-formed, and its bucket.
+    return {
+      key,
+      ttlMs,
+      waitMs,
+      kind,
+      id,
+      store: target,
+      onLockLost,
+      name: name ?? 'lock',
+      ownerName: ownerName(name),
+      held,
+      bucket,
+      limit,
+      weight,
+      lastKey: undefined,
+      lastBucket: -1,
+    };
   }
 
   function resolveKey(lock, context) {
@@ -82,7 +107,7 @@ function definePipelines(api) {
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`key must resolve to a non-empty string, got ${describe(key)}`);
     }
-    checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
+    if (key !== lock.lastKey) checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
     return key;
   }
 
@@ -164,13 +189,14 @@ function definePipelines(api) {
 
     /** The promise of an execution begun now. */
     started(callback, options) {
-      return new Promise((resolve, reject) => {
-        try {
-          this.begin(callback, options, resolve, reject, undefined);
-        } catch (error) {
-          reject(error);
-        }
-      });
+      const promise = new Promise(takeSettlers);
+      const reject = settlers.reject;
+      try {
+        this.begin(callback, options, settlers.resolve, reject, undefined);
+      } catch (error) {
+        reject(error);
+      }
+      return promise;
     }
 
     /** `execute(callback)` on a pipeline of one keyless lock, under `key` (withLock's form). */
