@@ -107,7 +107,7 @@ for (const setup of SETUPS) {
       controller.abort(new Error('B stops waiting'));
       await assert.rejects(within(2000, 'B gives up', b), /B stops waiting/);
       await waitFor('B to leave the queue', async () => (await queueLength(setup, prefix, key)) === 0, {
-        timeoutMs: 2000,
+        timeoutMs: 10_000,
         intervalMs: 5,
       });
       assert.equal(await a.release(), true);
@@ -132,7 +132,7 @@ for (const setup of SETUPS) {
       await waitFor('C queued behind B', async () => (await queueLength(setup, prefix, key)) === 2, { timeoutMs: 10_000, intervalMs: 10 });
       controller.abort();
       await assert.rejects(b, { name: 'AbortError' });
-      await waitFor('B to leave the queue', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 2000, intervalMs: 5 });
+      await waitFor('B to leave the queue', async () => (await queueLength(setup, prefix, key)) === 1, { timeoutMs: 10_000, intervalMs: 5 });
       assert.equal(await a.release(), true);
       const lease = await within(3000, 'C is handed the key', c);
       assert.ok(lease && lease.fencingToken > a.fencingToken);
@@ -165,7 +165,7 @@ for (const setup of SETUPS) {
     await assert.rejects(w1, { name: 'AbortError' });
     // W2 still waits, so only the engine's release of W1's owner can dequeue it.
     await waitFor('W1 to leave the queue', async () => (await queueLength(setup, prefix, key)) === 1, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
       intervalMs: 5,
     });
     assert.equal(await a.release(), true);
