@@ -214,7 +214,8 @@ class RedisLockStore {
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
-    const sentAt = performance.now();
+    // When the try was sent: read only for an engine's try that may wait (queued or answered).
+    const sentAt = waits ? performance.now() : 0;
     let s = ACQUIRE;
     let args;
     if (asked.limit !== undefined) {
