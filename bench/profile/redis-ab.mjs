@@ -30,7 +30,9 @@ const per = Number(perArg);
 function instantClient() {
   let token = 1_795_999_229_586_969;
   return {
-    evalsha(_sha, numKeys, ...rest) {
+    evalsha(_sha, numKeys, ...given) {
+      // Keys and arguments as ioredis takes them: flat, or in arrays it flattens.
+      const rest = given.flat();
       // RELEASE's settings argument ("<hand-off ms> <check> ...") has a space; ACQUIRE's ttl none.
       return Promise.resolve(rest.slice(numKeys).some((a) => String(a).includes(' ')) ? 1 : token++);
     },
