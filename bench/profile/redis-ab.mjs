@@ -8,7 +8,7 @@
 //            host, engine calls, store, no socket)
 //   redis    a real redis-server started here, one ioredis client per tree
 //
-//   node bench/profile/redis-ab.mjs BASE_DIR [instant|redis] [blocks=40] [per=1000]
+//   node bench/profile/redis-ab.mjs BASE_DIR [instant|redis] [blocks=40] [per=1000] [--this=DIR]
 // (LEASEHOLD_ENGINE=wasm for the wasm engine; BASE_DIR holds lib/ and dist/, and
 // node_modules or a link to it: `cp -r lib dist package.json BASE_DIR`)
 
@@ -21,7 +21,10 @@ import { median } from '../support/stats.mjs';
 
 const require = createRequire(import.meta.url);
 const HERE = resolve(fileURLToPath(import.meta.url), '../../..');
-const [baseDir, mode = 'instant', blocksArg = '40', perArg = '1000'] = process.argv.slice(2);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const [baseDir, mode = 'instant', blocksArg = '40', perArg = '1000'] = positional;
+// --this=DIR: compare DIR with the base instead of this tree (one step of several).
+const thisDir = process.argv.find((a) => a.startsWith('--this='))?.slice(7) ?? HERE;
 if (!baseDir) throw new Error('usage: redis-ab.mjs BASE_DIR [instant|redis] [blocks] [per]');
 const blocks = Number(blocksArg);
 const per = Number(perArg);
@@ -58,7 +61,7 @@ if (mode === 'redis') {
   server = await startRedisServer();
   clients = [await connect(server.port), await connect(server.port)];
 } else clients = [instantClient(), instantClient()];
-const trees = [await tree(resolve(baseDir), clients[0], 'base'), await tree(HERE, clients[1], 'this')];
+const trees = [await tree(resolve(baseDir), clients[0], 'base'), await tree(resolve(thisDir), clients[1], 'this')];
 for (const t of trees) for (let i = 0; i < 2000; i++) await t.run('k', noop);
 
 async function block(t) {
