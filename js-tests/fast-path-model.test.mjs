@@ -1,7 +1,7 @@
 // The memory fast path against a model: random interleavings of every way to take a
 // memory-store key (fast pipelines, operationKey and key functions, telemetry, several
 // locks with a JS store outside, withLock, manual leases, direct store calls, aborts,
-// fake time; two of the keys share a bucket) must keep at most one holder per key, give
+// fake time, waiting with and without a deadline; two of the keys share a bucket) must keep at most one holder per key, give
 // each holder a larger fencing token than the key's last, and leave nothing behind: no
 // lease, no execution, no busy bucket. A failure names its seed; LEASEHOLD_MODEL_SEEDS
 // runs more of them.
@@ -78,7 +78,13 @@ async function run(seed) {
   const holders = new Map();
   const lastToken = new Map();
   const releases = [];
+  // Every execution and call started, and how many of them have not settled yet.
+  let open = 0;
   const settled = [];
+  const track = (promise) => {
+    open++;
+    settled.push(promise.finally(() => open--));
+  };
   let next = 0;
 
   const enter = (key, who, token) => {
@@ -105,8 +111,11 @@ async function run(seed) {
   };
 
   const build = (lock, options) => new ResiliencePipelineBuilder({ timeProvider: clock, ...options }).addLock(lock).build();
-  const fixed = Object.fromEntries(KEYS.map((k) => [k, [build({ key: k, store }), build({ key: k, store, wait: 50_000 })]]));
-  const byOperation = build({ store, wait: 50_000 });
+  // Waiting without a deadline, an execution queues behind a fast holder (the host's queue).
+  const fixed = Object.fromEntries(
+    KEYS.map((k) => [k, [build({ key: k, store }), build({ key: k, store, wait: 50_000 }), build({ key: k, store, wait: Infinity })]]),
+  );
+  const byOperation = build({ store, wait: rand() < 0.5 ? 50_000 : Infinity });
   // Telemetry runs while the engine applies its effects: a direct call there hands a fast hold over.
   const withTelemetry = build({ store, wait: 50_000 }, { telemetry: () => rand() < 0.5 && store.isLocked(pick(KEYS)) });
   // A key function runs between execute() and the grant: it may start another execution on the key.
@@ -117,7 +126,7 @@ async function run(seed) {
       const key = ctx.operationKey;
       if (rand() < 0.5) {
         const who = `#${next++}`;
-        settled.push(pick(fixed[key]).execute((c) => hold(key, who, getLockToken(c))).catch(() => {}));
+        track(pick(fixed[key]).execute((c) => hold(key, who, getLockToken(c))).catch(() => {}));
       }
       return key;
     },
@@ -168,12 +177,13 @@ async function run(seed) {
     else if (r < 0.96) {
       for (let i = Math.floor(rand() * 3); i >= 0 && releases.length > 0; i--) releases.splice(Math.floor(rand() * releases.length), 1)[0]();
     } else await flush(1);
-    if (started) settled.push(started.catch(() => {}));
+    if (started) track(started.catch(() => {}));
     if (rand() < 0.3) await null;
     if (rand() < 0.1) await flush(1);
   }
-  // Let every holder go and every waiter through.
-  for (let round = 0; round < 20 && (releases.length > 0 || round < 3); round++) {
+  // Let every holder go and every waiter through (one waiting without a deadline runs,
+  // and is let go, once those before it have gone).
+  for (let round = 0; round < 200 && (releases.length > 0 || round < 3 || open > 0); round++) {
     while (releases.length > 0) releases.shift()();
     await flush(1);
     clock.advance(60_000);

@@ -23,6 +23,25 @@ const LOCK_TOKEN = 'leasehold.lockToken';
 
 function noop() {}
 
+// The resolve function of the promise `awaitGrant` made last: an executor shared by every
+// execution makes no closure per execution.
+let grantResolve;
+function takeResolve(resolve) {
+  grantResolve = resolve;
+}
+
+/** Starts the callback of `rec` from the job `awaitGrant` made, which `run` resolved with it. */
+function startGranted(rec) {
+  // Settled meanwhile (its engine retired), or aborted by its caller: not started.
+  if (rec.callback === undefined || rec.finished) return undefined;
+  if (rec.callerSignal?.aborted) return rec.cancelUnstarted();
+  try {
+    return rec.invoke(true);
+  } catch (error) {
+    return rec.fail(error);
+  }
+}
+
 /** The abort reason for a lease on `key` that a retired engine no longer renews. */
 function unrenewed(key, failure) {
   return new LockLostError(key, `lease on lock '${key}' is no longer renewed: its engine failed`, { cause: failure });
@@ -168,6 +187,11 @@ function defineExecutions(api) {
       this.fastHeld = undefined;
       this.since = 0;
       this.token = undefined;
+      // A fast holder: the executions queued behind it for its key (FIFO), if any; a
+      // queued execution: that it waits in such a queue (fast-path.cjs, `grant`).
+      this.fastWaiters = undefined;
+      this.fastWaiting = false;
+      this.nextWaiter = undefined;
       // Its callback is to start from a promise job made for it (`FastPath#schedule`).
       this.scheduled = false;
       // Resolves the job `awaitGrant` made, which starts the callback.
@@ -200,7 +224,7 @@ function defineExecutions(api) {
       const granted = this.granted;
       if (granted !== undefined) {
         this.granted = undefined;
-        return granted();
+        return granted(this);
       }
       return this.invoke(ownJob);
     }
@@ -235,18 +259,8 @@ function defineExecutions(api) {
      * release or a store's answer only resolves it.
      */
     awaitGrant() {
-      new Promise((resolve) => {
-        this.granted = resolve;
-      }).then(() => {
-        // Settled meanwhile (its engine retired), or aborted by its caller: not started.
-        if (this.callback === undefined || this.finished) return undefined;
-        if (this.callerSignal?.aborted) return this.cancelUnstarted();
-        try {
-          return this.invoke(true);
-        } catch (error) {
-          return this.fail(error);
-        }
-      });
+      new Promise(takeResolve).then(startGranted);
+      this.granted = grantResolve;
     }
 
     /**
@@ -333,13 +347,18 @@ function defineExecutions(api) {
       return undefined;
     }
 
-    /** The callback of a fast holder settled: the key is free again, and nothing else was recorded. */
+    /**
+     * The callback of a fast holder settled: the key goes to its first waiter, or is free
+     * again; nothing else was recorded. As in `finish`, the next holder's job is queued
+     * ahead of this caller's resumption.
+     */
     finishFast(ok, valueOrError) {
       this.finished = true;
       const context = this.context;
       if (context._outer !== undefined) context._outer = liveContext(context._outer);
-      this.fastHeld.delete(this.keys[0]);
-      this.fastHeld = undefined;
+      const fast = this.host.fast;
+      const next = fast.free(this);
+      if (next !== undefined) fast.startNext(next);
       this.settle(ok, valueOrError);
     }
 
@@ -391,8 +410,9 @@ function defineExecutions(api) {
 
     done(ok, valueOrError) {
       if (this.fastHeld !== undefined) {
-        this.fastHeld.delete(this.keys[0]);
-        this.fastHeld = undefined;
+        const fast = this.host.fast;
+        const next = fast.free(this);
+        if (next !== undefined) fast.startNext(next);
       }
       this.host.execs.delete(this.id);
       // Its events have all come (they precede a `settled` effect).

@@ -130,7 +130,7 @@ function defineMemoryLockStore(api) {
       ask: (fn) => askMemory(store, fn),
       handOver: (key) => handOver(store, key),
       handOverAll: () => {
-        for (const key of [...(fast.held[id]?.keys() ?? [])]) fast.handOverKey(id, key);
+        for (const key of fast.held[id]?.keys() ?? []) fast.handOverKey(id, key);
       },
       now: () => store[TIME_PROVIDER]?.now() ?? Date.now(),
     });

@@ -17,9 +17,17 @@ const {
   STORE_MEMORY,
 } = require('./protocol.cjs');
 const { HOST } = require('./symbols.cjs');
-const { bucketOf } = require('./fast-path.cjs');
+const { bucketOf, GRANTED, QUEUED } = require('./fast-path.cjs');
 const { DEFAULT_TTL, LOCK_OPTIONS, EXECUTE_OPTIONS, BUILDER_OPTIONS, checkKey, checkStore, checkPermits, ownerName } = require('./options.cjs');
 const { checkOpenTelemetryOption } = require('../otel/detect.cjs');
+
+// The resolve and reject functions of the promise made last with `takeSettlers`: an
+// executor shared by every execution makes no closure per execution.
+const settlers = { resolve: undefined, reject: undefined };
+function takeSettlers(resolve, reject) {
+  settlers.resolve = resolve;
+  settlers.reject = reject;
+}
 
 /**
  * The pipeline classes of one API; `api` is its shared context (lib/host/api.cjs), whose
@@ -69,7 +77,24 @@ function definePipelines(api) {
     const held = ref.kind === STORE_MEMORY ? host.fast.heldOn(id) : undefined;
     const bucket = held !== undefined && typeof key === 'string' ? bucketOf(id, key) : -1;
     // The lock keeps its store alive: the host only holds stores weakly.
-    return { key, ttlMs, waitMs, kind, id, store: target, onLockLost, name: name ?? 'lock', ownerName: ownerName(name), held, bucket, limit, weight };
+    // `lastKey`: the last key given per execution found well-formed, and its bucket.
+    return {
+      key,
+      ttlMs,
+      waitMs,
+      kind,
+      id,
+      store: target,
+      onLockLost,
+      name: name ?? 'lock',
+      ownerName: ownerName(name),
+      held,
+      bucket,
+      limit,
+      weight,
+      lastKey: undefined,
+      lastBucket: -1,
+    };
   }
 
   function resolveKey(lock, context) {
@@ -82,7 +107,7 @@ function definePipelines(api) {
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`key must resolve to a non-empty string, got ${describe(key)}`);
     }
-    checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
+    if (key !== lock.lastKey) checkWellFormed(key, lock.key === undefined ? 'operationKey' : 'key');
     return key;
   }
 
@@ -164,13 +189,14 @@ function definePipelines(api) {
 
     /** The promise of an execution begun now. */
     started(callback, options) {
-      return new Promise((resolve, reject) => {
-        try {
-          this.begin(callback, options, resolve, reject, undefined);
-        } catch (error) {
-          reject(error);
-        }
-      });
+      const promise = new Promise(takeSettlers);
+      const reject = settlers.reject;
+      try {
+        this.begin(callback, options, settlers.resolve, reject, undefined);
+      } catch (error) {
+        reject(error);
+      }
+      return promise;
     }
 
     /** `execute(callback)` on a pipeline of one keyless lock, under `key` (withLock's form). */
@@ -239,14 +265,22 @@ function definePipelines(api) {
       if (signal) {
         rec.callerSignal = signal;
         rec.onCallerAbort = () => {
-          if (rec.running) context.abort(signal.reason);
+          if (rec.running) return context.abort(signal.reason);
+          // Queued behind a fast holder: the engine takes the queue over, then cancels.
+          if (rec.fastWaiting) host.fast.revokeFor(rec);
           // Granted but not yet running: `run` finds the signal aborted.
-          else if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
+          if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
         };
         signal.addEventListener('abort', rec.onCallerAbort, { once: true });
       }
       if (this.fastLock) {
-        if (host.fast.grant(rec, locks[0], keys[0])) return;
+        const got = host.fast.grant(rec, locks[0], keys[0]);
+        if (got === GRANTED) return;
+        if (got === QUEUED) {
+          // Passed the key by its holder's finish: the callback starts from a job made here.
+          if (ambient !== undefined) rec.awaitGrant();
+          return;
+        }
       } else {
         host.fast.handOverAll(locks, keys);
       }
