@@ -40,7 +40,7 @@ function watchEnd(client, events, onEnd) {
 }
 
 /**
- * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. Its
+ * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, keys, args)`, flattened by the client. Its
  * `keyPrefix` option is prepended to every key the client sends (the KEYS of a script
  * and PTTL's key), not to channel names; a Cluster copies `redisOptions.keyPrefix` to
  * its own `options.keyPrefix`.
