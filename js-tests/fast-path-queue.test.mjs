@@ -1,7 +1,7 @@
-// The fast path's queue (lib/host/fast-path.cjs): executions that wait without a deadline
-// for a key held on the fast path queue behind its holder and take the key from it, in
-// order, under rising tokens, with no engine record; anything else that wants the key
-// (a deadline, an abort, a direct store call, an inspection, a retired engine) sends the
+// The fast path's queue (lib/host/fast-path.cjs): executions that wait for a key held on
+// the fast path queue behind its holder and take the key from it, in order, under rising
+// tokens, with no engine record; anything else that wants the key (a deadline that comes,
+// a wait of 0, an abort, a direct store call, an inspection, a retired engine) sends the
 // holder and its queue to the engine, where they go on in the same order.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +15,7 @@ import {
   FakeTimeProvider,
   LockNotAcquiredError,
   getLockToken,
+  withLock,
 } from './support/leasehold.mjs';
 import { flush, deferred } from './support/time.mjs';
 
@@ -77,32 +78,78 @@ describe(`the fast path's queue (${engine})`, () => {
     assert.equal(await store.isLocked('k'), false);
   });
 
-  test('a waiter with a deadline sends the queue to the engine, which keeps its order and tokens', async () => {
+  test('a waiter with a deadline queues too; at its deadline the engine times it out', async () => {
     const { host, pipeline, clock, busy } = setup();
-    const { ran, tokens, releases, done } = queue(pipeline(), 4);
+    const { ran, tokens, releases, done } = queue(pipeline(), 2);
+    const timed = queue(pipeline({ wait: 1000 }), 1, 2);
+    const after = queue(pipeline(), 1, 3);
     await flush(1);
-    // A deadline only the engine keeps: the holder and its three waiters go over first.
-    const late = queue(pipeline({ wait: 10_000 }), 1, 4);
-    assert.ok(busy() > 0, 'the engine records the key now');
-    assert.equal(host.execs.size, 5, 'the holder and four waiters are engine executions');
-    for (let i = 0; i < 4; i++) {
-      releases[i].resolve();
+    clock.advance(999);
+    await flush(1);
+    assert.equal(host.execs.size, 0, 'all four still wait in the host');
+    assert.equal(busy(), 0);
+    clock.advance(1);
+    await assert.rejects(timed.done[0], LockNotAcquiredError);
+    assert.ok(busy() > 0, 'at the deadline the queue went to the engine');
+    for (const release of [...releases, ...after.releases]) {
+      release.resolve();
       await flush(2);
     }
-    assert.deepEqual([...ran, ...late.ran], [0, 1, 2, 3, 4]);
-    late.releases[0].resolve();
-    await Promise.all([...done, ...late.done]);
-    const all = [...tokens, ...late.tokens];
+    await Promise.all([...done, ...after.done]);
+    assert.deepEqual([...ran, ...timed.ran, ...after.ran], [0, 1, 3]);
+    const all = [...tokens, ...after.tokens];
     for (let i = 1; i < all.length; i++) assert.ok(all[i] > all[i - 1], `token ${all[i]} after ${all[i - 1]}`);
-    // The one with a deadline still has it: behind a holder that keeps the key, it times out.
-    const holder = queue(pipeline(), 1);
-    await flush(1);
-    const timed = pipeline({ wait: 1000 }).execute(() => 'never');
-    clock.advance(1001);
-    await assert.rejects(timed, LockNotAcquiredError);
-    holder.releases[0].resolve();
-    await Promise.all(holder.done);
     assert.equal(host.execs.size, 0);
+  });
+
+  test('a waiter served before its deadline never reaches the engine', async () => {
+    const { host, pipeline, clock, busy } = setup();
+    const { ran, releases, done } = queue(pipeline({ wait: 1000 }), 2);
+    await flush(1);
+    clock.advance(600);
+    releases[0].resolve();
+    await flush(2);
+    // Past the deadline it no longer has: nothing is handed over, nothing times out.
+    clock.advance(600);
+    await flush(1);
+    assert.deepEqual(ran, [0, 1]);
+    assert.equal(host.execs.size, 0);
+    assert.equal(busy(), 0);
+    assert.equal(host.fast.expiring.size, 0, 'no deadline is kept for an empty queue');
+    releases[1].resolve();
+    await Promise.all(done);
+    assert.equal(host.execs.size, 0);
+  });
+
+  test('a waiter that does not wait (wait: 0) sends the queue to the engine, which refuses it', async () => {
+    const { host, pipeline, busy } = setup();
+    const { ran, releases, done } = queue(pipeline(), 3);
+    await flush(1);
+    await assert.rejects(pipeline({ wait: 0 }).execute(() => 'never'), LockNotAcquiredError);
+    assert.ok(busy() > 0);
+    assert.equal(host.execs.size, 3);
+    for (const release of releases) {
+      release.resolve();
+      await flush(2);
+    }
+    await Promise.all(done);
+    assert.deepEqual(ran, [0, 1, 2]);
+  });
+
+  test('on the system clock, withLock waits its wait in the queue, then is refused', async () => {
+    const hold = deferred();
+    const key = `queue-system-${process.pid}`;
+    const held = withLock(key, () => hold.promise);
+    await flush(1);
+    const started = performance.now();
+    const error = await withLock(key, () => 'never', { wait: 40 }).catch((e) => e);
+    const waited = performance.now() - started;
+    assert.ok(error instanceof LockNotAcquiredError, `got ${error}`);
+    assert.ok(waited >= 30, `refused after ${waited} ms, before its wait of 40 ms`);
+    const served = withLock(key, () => 'served', { wait: 60_000 });
+    hold.resolve();
+    await held;
+    assert.equal(await served, 'served');
   });
 
   test('an aborted waiter leaves the queue with its reason; the others keep their order', async () => {

@@ -187,11 +187,13 @@ function defineExecutions(api) {
       this.fastHeld = undefined;
       this.since = 0;
       this.token = undefined;
-      // A fast holder: the executions queued behind it for its key (FIFO), if any; a
-      // queued execution: that it waits in such a queue (fast-path.cjs, `grant`).
+      // A fast holder: the executions queued behind it for its key (a FastWaiters), if
+      // any; a queued execution: that it waits in such a queue (fast-path.cjs, `queue`).
       this.fastWaiters = undefined;
       this.fastWaiting = false;
       this.nextWaiter = undefined;
+      // Queued with a deadline: when its wait ends (FastPath#clock).
+      this.waitUntil = undefined;
       // Its callback is to start from a promise job made for it (`FastPath#schedule`).
       this.scheduled = false;
       // Resolves the job `awaitGrant` made, which starts the callback.

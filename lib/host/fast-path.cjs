@@ -11,15 +11,17 @@
 //     can touch its key (an execution through the engine, a manual lease, a direct store
 //     call), `handOver` gives it to the engine (`adopt`), which then renews, releases
 //     and hands it to waiters as any lease of its own.
-//   - An execution that would wait as long as it takes (`wait: Infinity`) for a key held
-//     here queues behind the holder (`fastWaiters`, FIFO), and takes the key from it at
-//     its finish under the token word plus one: a contended handoff with no engine call.
-//     The queue is a cache the engine revokes: handing the holder over starts its waiters
-//     in the engine, in their order, where they wait as any other (`handOver`).
+//   - An execution that waits for a key held here queues behind the holder
+//     (`fastWaiters`, FIFO) and takes the key from it at its finish under the token word
+//     plus one: a contended handoff with no engine call. The queue is a cache the engine
+//     revokes: handing the holder over starts its waiters in the engine, in their order,
+//     each with the wait it has left (`handOver`). A queue is handed over by its earliest
+//     deadline at the latest, so that the engine times its waiters out.
 //   - The callback of every execution starts from a microtask, after execute() returned.
 
 const { startInJob } = require('./callbacks.cjs');
 const { FastHolds } = require('./fast-holds.cjs');
+const { FastWaiters } = require('./fast-waiters.cjs');
 
 const TOKEN_WORD = 0;
 const BUSY_FIRST = 1;
@@ -42,29 +44,6 @@ const GRANTED = 1;
 // Queued behind the key's fast holder: its callback starts when the key is passed to it.
 const QUEUED = 2;
 
-/** The executions queued behind a fast holder, first come first: a list through `nextWaiter`. */
-class FastWaiters {
-  constructor(rec) {
-    this.first = rec;
-    this.last = rec;
-  }
-
-  push(rec) {
-    this.last.nextWaiter = rec;
-    this.last = rec;
-  }
-
-  /** The first waiter, taken out; undefined when none is left. */
-  shift() {
-    const rec = this.first;
-    if (rec === undefined) return undefined;
-    this.first = rec.nextWaiter;
-    rec.nextWaiter = undefined;
-    if (this.first === undefined) this.last = undefined;
-    return rec;
-  }
-}
-
 /** The fast path of one engine host. */
 class FastPath {
   constructor(host) {
@@ -73,6 +52,8 @@ class FastPath {
     this.words = undefined;
     // Per memory store id: key -> the Execution holding it on the fast path.
     this.held = [];
+    // The queues with a deadline (`FastWaiters#deadline`), to be handed over by then.
+    this.expiring = new Set();
   }
 
   /** The fast holders of memory store `store`: a FastHolds the pipelines on it keep. */
@@ -90,22 +71,25 @@ class FastPath {
     return host.fake ? host.fakeNow : 0;
   }
 
+  /** The clock deadlines are kept on: a fake clock's time, or the system's, in ms. */
+  clock() {
+    const host = this.host;
+    return host.fake ? host.fakeNow : performance.now();
+  }
+
   /**
    * Grants `rec` (one lock, `lock`, on a memory store of this host) the key `key` when it
    * is free, and schedules its callback (GRANTED); NOT_GRANTED when the engine must
-   * decide. A fast holder of the key keeps it and queues `rec` (QUEUED) when `rec` waits
-   * without a deadline, which only the engine keeps; otherwise it is handed over first.
+   * decide. A fast holder of the key keeps it and queues `rec` (QUEUED) when `rec` waits;
+   * with `wait: 0` it is handed over, and the engine answers.
    */
   grant(rec, lock, key) {
     const held = lock.held;
     if (held.size !== 0) {
       const holder = held.get(key);
       if (holder !== undefined) {
-        if (lock.waitMs < 0) {
-          const waiters = holder.fastWaiters;
-          if (waiters === undefined) holder.fastWaiters = new FastWaiters(rec);
-          else waiters.push(rec);
-          rec.fastWaiting = true;
+        if (lock.waitMs !== 0) {
+          this.queue(holder, rec, lock.waitMs);
           return QUEUED;
         }
         this.handOver(holder);
@@ -132,6 +116,74 @@ class FastPath {
     return GRANTED;
   }
 
+  /** Queues `rec`, which waits `waitMs` (-1: without a deadline), behind fast holder `holder`. */
+  queue(holder, rec, waitMs) {
+    const waiters = (holder.fastWaiters ??= new FastWaiters(holder.fastHeld, holder.keys[0]));
+    waiters.push(rec);
+    rec.fastWaiting = true;
+    if (waitMs > 0) {
+      rec.waitUntil = this.clock() + waitMs;
+      if (rec.waitUntil < waiters.deadline) this.expireAt(waiters, rec.waitUntil);
+    }
+  }
+
+  /**
+   * Hands queue `waiters` over to the engine by `at` at the latest: on the system clock
+   * from a timer, on a fake clock as it is advanced (`expireBy`).
+   */
+  expireAt(waiters, at) {
+    waiters.deadline = at;
+    this.expiring.add(waiters);
+    if (this.host.fake) return;
+    if (waiters.timer !== undefined) clearTimeout(waiters.timer);
+    // It holds the process as the engine's timer for a waiter's deadline would.
+    waiters.timer = setTimeout(() => this.expire(waiters), Math.max(0, at - performance.now()));
+  }
+
+  /** Queue `waiters` keeps no deadline any more (emptied, or handed over). */
+  unwatch(waiters) {
+    if (waiters.deadline === Infinity) return;
+    waiters.deadline = Infinity;
+    this.expiring.delete(waiters);
+    if (waiters.timer !== undefined) {
+      clearTimeout(waiters.timer);
+      waiters.timer = undefined;
+    }
+  }
+
+  /**
+   * The deadline of queue `waiters` has come: its holder and it go to the engine, which
+   * times the due waiters out. When the waiters it was set for are served already, the
+   * queue stays here until the earliest deadline of those left.
+   */
+  expire(waiters) {
+    waiters.timer = undefined;
+    if (this.host.dead) return;
+    const at = waiters.earliest();
+    if (at === Infinity) return this.unwatch(waiters);
+    if (at > this.clock() + 1) return this.expireAt(waiters, at);
+    return this.revoke(waiters);
+  }
+
+  /** A fake clock moves to `at`: each queue with a deadline by then goes to the engine first. */
+  expireBy(at) {
+    if (this.expiring.size === 0 || this.host.dead) return;
+    for (const waiters of [...this.expiring]) {
+      if (waiters.deadline > at) continue;
+      const earliest = waiters.earliest();
+      if (earliest <= at) this.revoke(waiters);
+      else if (earliest === Infinity) this.unwatch(waiters);
+      else waiters.deadline = earliest;
+    }
+  }
+
+  /** Hands queue `waiters` over to the engine with its holder. */
+  revoke(waiters) {
+    const holder = waiters.held.get(waiters.key);
+    if (holder !== undefined && holder.fastWaiters === waiters) this.handOver(holder);
+    else this.unwatch(waiters);
+  }
+
   /**
    * Fast holder `rec` is done with its key: the first of its waiters takes it, under the
    * token word plus one, and is returned (to be started by `startNext` once `rec` has
@@ -150,6 +202,7 @@ class FastPath {
     const next = waiters.shift();
     next.fastWaiting = false;
     if (waiters.first !== undefined) next.fastWaiters = waiters;
+    else this.unwatch(waiters);
     held.set(key, next);
     next.fastHeld = held;
     next.since = this.now();
@@ -198,6 +251,7 @@ class FastPath {
 
   /** The engine died: its fast holders are retired like its executions (`EngineHost#die`). */
   retire(failure) {
+    for (const waiters of [...this.expiring]) this.unwatch(waiters);
     for (const held of this.held) {
       if (held === undefined) continue;
       const holders = held.values();
@@ -262,10 +316,14 @@ class FastPath {
     const waiters = rec.fastWaiters;
     if (waiters === undefined) return;
     rec.fastWaiters = undefined;
+    this.unwatch(waiters);
+    const now = this.clock();
     for (let waiter = waiters.shift(); waiter !== undefined; waiter = waiters.shift()) {
       waiter.fastWaiting = false;
+      // The wait it has left, in whole ms, rounded up: never timed out before its deadline.
+      const waitMs = waiter.waitUntil === undefined ? undefined : Math.max(0, Math.ceil(waiter.waitUntil - now));
       try {
-        waiter.pipeline.startInEngine(waiter, waiter.keys, waiter.callerSignal);
+        waiter.pipeline.startInEngine(waiter, waiter.keys, waiter.callerSignal, waitMs);
       } catch (error) {
         waiter.fail(error);
       }

@@ -297,8 +297,11 @@ function definePipelines(api) {
       if (!rec.scheduled && rec.callback !== undefined && ambient !== undefined) rec.awaitGrant();
     }
 
-    /** Starts `rec` through the engine, which may grant it at once, call a store, or queue it. */
-    startInEngine(rec, keys, signal) {
+    /**
+     * Starts `rec` through the engine, which may grant it at once, call a store, or queue
+     * it; `waitMs`, when given, instead of its lock's (a fast queue's waiter: what is left).
+     */
+    startInEngine(rec, keys, signal, waitMs) {
       const host = this.host;
       const locks = this.locks;
       const id = host.newExecId();
@@ -312,8 +315,8 @@ function definePipelines(api) {
       let status;
       rec.starting = true;
       try {
-        let defined = this.definedLock ?? this.defineLock();
-        if (defined < 0 && this.keyed !== undefined) defined = this.keyedLock(keys[0]);
+        let defined = waitMs !== undefined ? -1 : (this.definedLock ?? this.defineLock());
+        if (defined < 0 && this.keyed !== undefined && waitMs === undefined) defined = this.keyedLock(keys[0]);
         if (defined >= 0) {
           status = engine.startDefined(id, bits, defined);
         } else {
@@ -322,7 +325,7 @@ function definePipelines(api) {
             engine.addLock(l.kind, l.id, keys[i], l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
           }
           const l = locks[last];
-          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, l.waitMs, l.ownerName, l.limit, l.weight);
+          status = engine.start(id, bits, l.kind, l.id, keys[last], l.ttlMs, waitMs ?? l.waitMs, l.ownerName, l.limit, l.weight);
         }
       } catch (error) {
         rec.starting = false;

@@ -1,6 +1,6 @@
 'use strict';
 // withLock: one lock around one function, or a method decorator; a pipeline of one lock
-// built per call or per decorated method.
+// built per call (kept for the next call with the same options) or per decorated method.
 
 const { isRejection } = require('./errors.cjs');
 const { describe, checkOptionNames } = require('../common/describe.cjs');
@@ -35,7 +35,7 @@ function defineWithLock(api) {
     if (typeof fnOrOptions === 'function') {
       try {
         // `withLock(key, fn, options?)`, or `withLock(options, fn)` with the key in them.
-        const locked = lockedRunner(keyOrOptions, maybeOptions);
+        const locked = lastRunner(keyOrOptions, maybeOptions);
         if (!isKey(keyOrOptions) && maybeOptions !== undefined) {
           throw new TypeError('withLock(options, fn) takes no third argument: put every option in the first');
         }
@@ -66,6 +66,30 @@ function defineWithLock(api) {
       plain.definedLock = -1;
     }
     return plain;
+  }
+
+  // The runner of the last `withLock(key, fn, options)` call, for the next call with the
+  // same key and options (each option the same value): building a pipeline costs more
+  // than the execution it runs. `options` is a copy, so a changed option is seen.
+  let last;
+  function lastRunner(keyOrOptions, options) {
+    const given = isKey(keyOrOptions) ? options : keyOrOptions;
+    if (last !== undefined && last.key === (isKey(keyOrOptions) ? keyOrOptions : undefined) && sameOptions(last.options, given)) {
+      // Used twice: now worth defining its lock in the engine, as a pipeline's is.
+      if (!last.reused) {
+        last.reused = true;
+        last.locked.define();
+      }
+      return last.locked;
+    }
+    const locked = lockedRunner(keyOrOptions, options);
+    last = {
+      key: isKey(keyOrOptions) ? keyOrOptions : undefined,
+      options: given === undefined ? undefined : { ...given },
+      locked,
+      reused: false,
+    };
+    return locked;
   }
 
   /** The pipeline of one withLock call or decorated method, and how it runs a function. */
@@ -106,6 +130,10 @@ function defineWithLock(api) {
     pipeline.definedLock = -1;
     const execute = signal === undefined && operationKey === undefined ? undefined : { signal, operationKey };
     return {
+      /** Lets the pipeline define its lock in the engine (a fixed key), as one kept for reuse. */
+      define() {
+        if (pipeline.fixedKeys !== undefined) pipeline.definedLock = undefined;
+      },
       run(callback) {
         if (!skipOnLockFailure) return pipeline.execute(callback, execute);
         // Only this lock's own rejection is skipped: one from inside the callback (a nested lock
@@ -125,6 +153,19 @@ function defineWithLock(api) {
   }
 
   return withLock;
+}
+
+/** Whether options objects `kept` (a copy) and `given` have the same own options, each the same value. */
+function sameOptions(kept, given) {
+  if (kept === undefined || given === undefined) return kept === given;
+  if (given === null || typeof given !== 'object') return false;
+  let count = 0;
+  for (const name in given) {
+    if (!Object.prototype.hasOwnProperty.call(given, name)) continue;
+    if (!Object.is(kept[name], given[name]) || !Object.prototype.hasOwnProperty.call(kept, name)) return false;
+    count += 1;
+  }
+  return count === Object.keys(kept).length;
 }
 
 module.exports = { defineWithLock };
