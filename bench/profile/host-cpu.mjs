@@ -28,8 +28,10 @@ function instantClient() {
   let token = 1_795_999_229_586_969;
   const client = {
     calls: 0,
-    evalsha(_sha, numKeys, ...rest) {
+    evalsha(_sha, numKeys, ...given) {
       client.calls += 1;
+      // Keys and arguments come as two arrays (the store's ioredis adapter), flattened by ioredis.
+      const rest = given.flat();
       // RELEASE's second argument is its settings ("<hand-off ms> <check> [channel]"),
       // ACQUIRE's the ttl: RELEASE also carries the holder's token, so the count of
       // arguments does not tell them apart.

@@ -12,17 +12,21 @@ const { describe } = require('./describe.cjs');
 /** The limit of a key used with `mode`: a writer's weight, more than readers will ever be. */
 const SHARED_LIMIT = 2147483647;
 
+// The answers for a plain lock (no permits), shared: every acquire asks for one of them.
+const PLAIN = Object.freeze({ queue: false, limit: undefined, weight: undefined });
+const PLAIN_QUEUED = Object.freeze({ queue: true, limit: undefined, weight: undefined });
+
 /**
  * `acquire`'s options, checked: `queue` (a boolean), and `limit` and `weight` together
  * (integers, 1 <= weight <= limit <= SHARED_LIMIT), both undefined for a plain lock.
  */
 function acquireOptions(options) {
-  if (options === undefined) return { queue: false, limit: undefined, weight: undefined };
+  if (options === undefined) return PLAIN;
   if (options === null || typeof options !== 'object' || (options.queue !== undefined && typeof options.queue !== 'boolean')) {
     throw new TypeError(`options must be an object like { queue: true }, got ${describe(options)}`);
   }
   const { limit, weight } = options;
-  if (limit === undefined && weight === undefined) return { queue: options.queue === true, limit: undefined, weight: undefined };
+  if (limit === undefined && weight === undefined) return options.queue === true ? PLAIN_QUEUED : PLAIN;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > SHARED_LIMIT) {
     throw new RangeError(`options.limit must be an integer from 1 to ${SHARED_LIMIT}, got ${describe(limit)}`);
   }

@@ -76,9 +76,10 @@ function defineStoreCalls(api) {
         else if (this.storeIds.get(store)?.turn !== undefined && fx.exec !== 0) {
           // The holder's token goes with its renewals and its release: the store's next
           // grant must be larger than every token handed over locally.
-          // With one lock, its token is the execution's (the engine's `token`, a fast call).
+          // With one lock, its token is the execution's: the one its callback ran under
+          // (`fx.token`, a release from `finish`), else the engine's `token`.
           const one = this.execs.get(fx.exec)?.locks.length === 1;
-          const token = one ? this.engine.token(fx.exec) : this.engine.layerToken(fx.exec, fx.layer);
+          const token = one ? (fx.token ?? this.engine.token(fx.exec)) : this.engine.layerToken(fx.exec, fx.layer);
           const carried = { fencingToken: token ?? 0 };
           if (fx.method === 'renew') pending = store.renew(fx.key, fx.owner, fx.ttl, carried);
           else pending = store.release(fx.key, fx.owner, carried);
@@ -111,6 +112,9 @@ function defineStoreCalls(api) {
         key: undefined,
         owner: undefined,
         queue,
+        // A release comes from `finish`: its callback ran under this token, lock 0's
+        // when it is the only lock (the engine's `token(exec)`, without the call).
+        token: acquire ? undefined : rec.context?._token,
       };
       if (!acquire) return this.callKept(fx, 0, rec.lockText);
       try {

@@ -40,7 +40,7 @@ function watchEnd(client, events, onEnd) {
 }
 
 /**
- * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, ...keys, ...args)`. Its
+ * ioredis `Redis` and `Cluster`: `evalsha(sha, numkeys, keys, args)`, flattened by the client. Its
  * `keyPrefix` option is prepended to every key the client sends (the KEYS of a script
  * and PTTL's key), not to channel names; a Cluster copies `redisOptions.keyPrefix` to
  * its own `options.keyPrefix`.
@@ -50,8 +50,10 @@ function ioredisAdapter(client) {
     kind: 'ioredis',
     isCluster: client.isCluster === true,
     keyPrefix: String(client.options?.keyPrefix ?? ''),
-    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
-    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+    // The keys and arguments as two arrays: ioredis flattens a command's arguments
+    // one level (Command's `args.flat()`), so nothing is spread per call.
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, keys, args),
+    eval: (source, keys, args) => client.eval(source, keys.length, keys, args),
     pttl: (key) => client.pttl(key),
     // WAIT on the connection that ran the script, which is what WAIT counts, then GET
     // `read` (in the key's slot) on the same one: [acknowledged, value] (replicas.cjs).

@@ -214,7 +214,8 @@ class RedisLockStore {
     // Taking the key again, just after releasing it: no need to wake a queued owner, and
     // one released without a turn gets its turns back.
     if (this.#turns.watching) this.#turns.retaken(this.#leaseKey(key));
-    const sentAt = performance.now();
+    // When the try was sent: read only for an engine's try that may wait (queued or answered).
+    const sentAt = waits ? performance.now() : 0;
     let s = ACQUIRE;
     let args;
     if (asked.limit !== undefined) {
@@ -326,8 +327,7 @@ class RedisLockStore {
     if (this.#owners.queued.size > 0) this.#owners.forgetQueued(owner);
     const lease = this.#leaseKey(key);
     const atOnce = this.#turns.atOnce(lease);
-    const args = this.#releaseArgs(owner, atOnce);
-    if (carried !== undefined) args.push(carried);
+    const args = this.#releaseArgs(owner, atOnce, carried);
     let reply;
     try {
       reply = await this.#redis.evalsha(RELEASE.sha, this.#keys(key), args);
@@ -344,10 +344,14 @@ class RedisLockStore {
     return toFlag(reply, 'release');
   }
 
-  /** RELEASE's arguments for `owner`'s lease; `atOnce`: handing over without a turn. */
-  #releaseArgs(owner, atOnce = false) {
-    if (atOnce) return [owner, this.#releaseSettingsAtOnce];
-    return [owner, this.#subscriptions.grantsListening ? this.#releaseSettingsListening : this.#releaseSettings];
+  /**
+   * RELEASE's arguments for `owner`'s lease; `atOnce`: handing over without a turn;
+   * `carried`: the holder's token as text (local handoff). Made at their full length.
+   */
+  #releaseArgs(owner, atOnce = false, carried = undefined) {
+    let settings = this.#releaseSettingsAtOnce;
+    if (!atOnce) settings = this.#subscriptions.grantsListening ? this.#releaseSettingsListening : this.#releaseSettings;
+    return carried === undefined ? [owner, settings] : [owner, settings, carried];
   }
 
   /**
