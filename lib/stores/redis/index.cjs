@@ -20,7 +20,6 @@
  * - `minReplicas`: grants, renewals and raised token floors count only once that many
  *   replicas hold them (WAIT, replicas.cjs); grants on release are off then. Failover,
  *   Sentinel and Cluster replicas: docs/failover.md.
- *
  * - Grant on release: an `acquire` that asks to be queued (`{ queue: true }`, as the
  *   engine does) and finds the key held puts its owner at the end of the key's queue.
  *   The holder's `release` then hands the lease straight to the first queued owner
@@ -344,10 +343,7 @@ class RedisLockStore {
     return toFlag(reply, 'release');
   }
 
-  /**
-   * RELEASE's arguments for `owner`'s lease; `atOnce`: handing over without a turn;
-   * `carried`: the holder's token as text (local handoff). Made at their full length.
-   */
+  /** RELEASE's arguments for `owner` (`atOnce`: no turn; `carried`: the holder's token as text). */
   #releaseArgs(owner, atOnce = false, carried = undefined) {
     let settings = this.#releaseSettingsAtOnce;
     if (!atOnce) settings = this.#subscriptions.grantsListening ? this.#releaseSettingsListening : this.#releaseSettings;
