@@ -67,7 +67,9 @@ const cases = [
         await ctx.pause(Math.max(0, acquiredAt + T * 1.3 - now()));
         const askedAt = now();
         const other = await store.acquire(k, owner('b'), ttl);
-        if (other !== undefined && askedAt - renewAt > T * 0.9) continue;
+        // The store saw the try at some instant before its answer: one that came after the
+        // renewed lease could have ended proves nothing.
+        if (other !== undefined && now() - renewAt > T * 0.9) continue;
         expect(other === undefined, `the lease was free ${askedAt - acquiredAt} ms after its ${T} ms acquire although renewed ${renewAt - acquiredAt} ms in: renew must push its end to now + ttlMs`);
         await store.release(k, a);
         return;
