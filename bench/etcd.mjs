@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createEtcdLock } from './adapters/etcd.mjs';
 import { readyThenWaitForGo } from './support/children.mjs';
 import { gaps, quantiles } from './support/stats.mjs';
+import { machineNow } from './support/clock.mjs';
 
 const noop = async () => 0;
 
@@ -92,7 +93,7 @@ async function contendedWorker(lib, { endpoints, key, count, processes, warmup, 
   const waits = [];
   const intervals = [];
   let completed = 0;
-  const at = () => performance.timeOrigin + performance.now();
+  const at = machineNow;
   const startedAt = at();
   const cpu0 = process.cpuUsage();
   const deadline = performance.now() + deadlineMs;

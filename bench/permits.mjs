@@ -9,6 +9,7 @@ import { builds, createMemorySemaphore, createRedisSemaphore } from './adapters/
 import { readyThenWaitForGo } from './support/children.mjs';
 import { connect, meet, serverCpuMs } from './support/redis-client.mjs';
 import { quantiles } from './support/stats.mjs';
+import { machineNow } from './support/clock.mjs';
 
 /**
  * One pass of scenario 8: `tasks` tasks on one semaphore of `limit` permits, each
@@ -123,7 +124,7 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
   const releases = [];
   let completed = 0;
   let started = 0;
-  const startedAt = performance.timeOrigin + performance.now();
+  const startedAt = machineNow();
   const cpu0 = process.cpuUsage();
   const commands0 = client.benchCommands;
   const deadline = performance.now() + deadlineMs;
@@ -149,7 +150,7 @@ async function redisWorker(lib, { port, key, count, processes, concurrency, limi
     }
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
-  const endedAt = performance.timeOrigin + performance.now();
+  const endedAt = machineNow();
   const cpu = process.cpuUsage(cpu0);
   const commands = client.benchCommands - commands0;
   // The round trip of this client once the measured part is over (the fleet may still run).

@@ -11,6 +11,7 @@ import { createRedisLock } from './adapters/redis.mjs';
 import { connect, meet, serverCpuMs } from './support/redis-client.mjs';
 import { readyThenWaitForGo, runChild } from './support/children.mjs';
 import { gaps, quantiles } from './support/stats.mjs';
+import { machineNow } from './support/clock.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 const noop = async () => 0;
@@ -117,7 +118,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
   const redisCpuMsAtStart = await meet(client, `${key}:measure`, processes, { whenAllArrived: () => serverCpuMs(port) });
   const waits = [];
   let completed = 0;
-  const startedAt = performance.timeOrigin + performance.now();
+  const startedAt = machineNow();
   const cpu0 = process.cpuUsage();
   const deadline = performance.now() + deadlineMs;
   // `concurrency` loops share the process's `count` executions (scenario 5c: several
@@ -140,7 +141,7 @@ async function contendedWorker(lib, { port, key, count, processes, warmup, conte
     }
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
-  const endedAt = performance.timeOrigin + performance.now();
+  const endedAt = machineNow();
   const cpu = process.cpuUsage(cpu0);
   const cpuMs = (cpu.user + cpu.system) / 1000;
   await lock.close();
