@@ -358,9 +358,7 @@ function defineExecutions(api) {
       this.finished = true;
       const context = this.context;
       if (context._outer !== undefined) context._outer = liveContext(context._outer);
-      const fast = this.host.fast;
-      const next = fast.free(this);
-      if (next !== undefined) fast.startNext(next);
+      this.host.fast.free(this);
       this.settle(ok, valueOrError);
     }
 
@@ -411,11 +409,7 @@ function defineExecutions(api) {
     }
 
     done(ok, valueOrError) {
-      if (this.fastHeld !== undefined) {
-        const fast = this.host.fast;
-        const next = fast.free(this);
-        if (next !== undefined) fast.startNext(next);
-      }
+      if (this.fastHeld !== undefined) this.host.fast.free(this);
       this.host.execs.delete(this.id);
       // Its events have all come (they precede a `settled` effect).
       if (this.otel !== undefined) this.otel.settled();

@@ -186,8 +186,8 @@ class FastPath {
 
   /**
    * Fast holder `rec` is done with its key: the first of its waiters takes it, under the
-   * token word plus one, and is returned (to be started by `startNext` once `rec` has
-   * settled its part); with no waiter the key is free.
+   * token word plus one, and its callback's job is queued (ahead of `rec`'s caller, who
+   * resumes once `rec` settles); with no waiter the key is free.
    */
   free(rec) {
     const held = rec.fastHeld;
@@ -196,7 +196,7 @@ class FastPath {
     const waiters = rec.fastWaiters;
     if (waiters === undefined) {
       held.delete(key);
-      return undefined;
+      return;
     }
     rec.fastWaiters = undefined;
     const next = waiters.shift();
@@ -209,15 +209,8 @@ class FastPath {
     const words = this.wordsNow();
     next.token = words[TOKEN_WORD] + 1;
     words[TOKEN_WORD] = next.token;
-    return next;
-  }
-
-  /**
-   * Starts the callback of `next`, the key passed to it by `free`: from the promise job it
-   * made in execute() (`awaitGrant`), or one made now where it has none (no ambient
-   * context yet: a chain of synchronous callbacks must not nest here).
-   */
-  startNext(next) {
+    // From the promise job it made in execute() (`awaitGrant`), or one made now where it
+    // has none (no ambient context): a chain of synchronous callbacks must not nest here.
     if (next.granted !== undefined) next.run(next.token);
     else this.schedule(next, next.token);
   }
@@ -288,12 +281,6 @@ class FastPath {
         if (holder !== undefined) this.handOver(holder);
       }
     }
-  }
-
-  /** `rec` waits in a fast holder's queue: that holder and its waiters go to the engine. */
-  revokeFor(rec) {
-    const holder = rec.locks[0].held.get(rec.keys[0]);
-    if (holder !== undefined) this.handOver(holder);
   }
 
   /**

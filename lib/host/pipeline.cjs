@@ -267,7 +267,7 @@ function definePipelines(api) {
         rec.onCallerAbort = () => {
           if (rec.running) return context.abort(signal.reason);
           // Queued behind a fast holder: the engine takes the queue over, then cancels.
-          if (rec.fastWaiting) host.fast.revokeFor(rec);
+          if (rec.fastWaiting) host.fast.handOverAll(locks, keys);
           // Granted but not yet running: `run` finds the signal aborted.
           if (rec.fastHeld === undefined && rec.id !== 0) host.call(() => host.engine.cancel(rec.id));
         };
@@ -315,8 +315,12 @@ function definePipelines(api) {
       let status;
       rec.starting = true;
       try {
-        let defined = waitMs !== undefined ? -1 : (this.definedLock ?? this.defineLock());
-        if (defined < 0 && this.keyed !== undefined && waitMs === undefined) defined = this.keyedLock(keys[0]);
+        // A wait of its own is given only to `start`: a definition carries the lock's.
+        let defined = -1;
+        if (waitMs === undefined) {
+          defined = this.definedLock ?? this.defineLock();
+          if (defined < 0 && this.keyed !== undefined) defined = this.keyedLock(keys[0]);
+        }
         if (defined >= 0) {
           status = engine.startDefined(id, bits, defined);
         } else {

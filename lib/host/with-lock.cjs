@@ -73,8 +73,9 @@ function defineWithLock(api) {
   // than the execution it runs. `options` is a copy, so a changed option is seen.
   let last;
   function lastRunner(keyOrOptions, options) {
-    const given = isKey(keyOrOptions) ? options : keyOrOptions;
-    if (last !== undefined && last.key === (isKey(keyOrOptions) ? keyOrOptions : undefined) && sameOptions(last.options, given)) {
+    const key = isKey(keyOrOptions) ? keyOrOptions : undefined;
+    const given = key === undefined ? keyOrOptions : options;
+    if (last !== undefined && last.key === key && sameOptions(last.options, given)) {
       // Used twice: now worth defining its lock in the engine, as a pipeline's is.
       if (!last.reused) {
         last.reused = true;
@@ -84,7 +85,7 @@ function defineWithLock(api) {
     }
     const locked = lockedRunner(keyOrOptions, options);
     last = {
-      key: isKey(keyOrOptions) ? keyOrOptions : undefined,
+      key,
       options: given === undefined ? undefined : { ...given },
       locked,
       reused: false,
